@@ -1,0 +1,140 @@
+"""BertModel: embeddings -> Transformer encoder -> pooler, as the original `modeling.BertModel`."""
+
+import keras
+import tensorflow as tf
+
+from modeling.config import BertConfig
+from modeling.embeddings import BertEmbeddings
+from modeling.layers import dense
+from modeling.transformer import TransformerLayer, attention_bias_from_mask
+
+
+class Encoder(keras.layers.Layer):
+    """The stack of L Transformer layers (scope `bert/encoder`, layers `layer_0`...).
+
+    Args:
+        config: a validated `BertConfig`.
+    """
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = config.hidden_size
+        self.transformer_layers = [
+            TransformerLayer(config, name=f"layer_{i}") for i in range(config.num_hidden_layers)
+        ]
+
+    def build(self, input_shape=None):
+        for layer in self.transformer_layers:
+            layer.build((None, None, self.hidden_size))
+
+    def call(self, x, attention_bias, training=False):
+        """Args: x `[B, S, H]`; attention_bias `[B, 1, 1, S]`. Returns a list of L `[B, S, H]`."""
+        outputs = []
+        for layer in self.transformer_layers:
+            x = layer(x, attention_bias, training=training)
+            outputs.append(x)
+        return outputs
+
+
+class Pooler(keras.layers.Layer):
+    """tanh dense on the first token's final hidden vector (scope `bert/pooler/dense`)."""
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = config.hidden_size
+        self.dense = dense(config.hidden_size, "dense", config.initializer_range, tf.tanh)
+
+    def build(self, input_shape=None):
+        self.dense.build((None, self.hidden_size))
+
+    def call(self, sequence_output):
+        """Args: sequence_output `[B, S, H]`. Returns `[B, H]`."""
+        return self.dense(sequence_output[:, 0])
+
+
+class BertModel(keras.Model):
+    """The BERT encoder with the original release's semantics and checkpoint names.
+
+    Every variable's Keras path equals its name in an original checkpoint (for example
+    `bert/encoder/layer_0/attention/self/query/kernel`); `modeling/checkpoint.py` holds the
+    explicit table used to load and save them. Dropout is active only when `training=True`.
+
+    Example:
+
+        config = BertConfig.from_json_file("uncased_L-12_H-768_A-12/bert_config.json")
+        model = BertModel(config)
+        outputs = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+        outputs["pooled_output"]  # [batch, hidden]
+
+    Args:
+        config: a `BertConfig` (validated here).
+        name: model name; "bert" gives the original variable names.
+    """
+
+    def __init__(self, config, name="bert", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.config = config.validate()
+        self.embeddings = BertEmbeddings(config, name="embeddings")
+        self.encoder = Encoder(config, name="encoder")
+        self.pooler = Pooler(config, name="pooler")
+        # Variables exist from construction on, so a checkpoint can be loaded at once.
+        self.build()
+
+    def build(self, input_shape=None):
+        self.embeddings.build()
+        self.encoder.build()
+        self.pooler.build()
+
+    @property
+    def embedding_table(self):
+        """The word-embedding variable `[V, H]`, shared with the masked-LM head."""
+        return self.embeddings.word_embeddings
+
+    def call(self, inputs, training=False):
+        """Runs the encoder.
+
+        Args:
+            inputs: dict with `input_ids` (int32 `[B, S]`) and optionally `input_mask` (int32
+                `[B, S]`, 1 = real token; default all ones) and `segment_ids` (int32 `[B, S]`;
+                default all zeros).
+            training: enables dropout.
+
+        Returns:
+            dict with `sequence_output` `[B, S, H]`, `pooled_output` `[B, H]`,
+            `all_encoder_layers` (list of L `[B, S, H]`, the embedding output not included) and
+            `embedding_output` `[B, S, H]`.
+        """
+        if not isinstance(inputs, dict) or "input_ids" not in inputs:
+            raise ValueError(
+                "BertModel expects a dict with 'input_ids' (and optionally 'input_mask', "
+                f"'segment_ids'); got {type(inputs).__name__}."
+            )
+        input_ids = tf.cast(inputs["input_ids"], tf.int32)
+        if input_ids.shape.rank != 2:
+            raise ValueError(f"input_ids must be [batch, seq_length], got shape {input_ids.shape}.")
+        input_mask = inputs.get("input_mask")
+        if input_mask is None:
+            input_mask = tf.ones_like(input_ids)
+        segment_ids = inputs.get("segment_ids")
+        if segment_ids is None:
+            segment_ids = tf.zeros_like(input_ids)
+        segment_ids = tf.cast(segment_ids, tf.int32)
+
+        embedding_output = self.embeddings(input_ids, segment_ids, training=training)
+        bias = attention_bias_from_mask(input_mask)
+        layers = self.encoder(embedding_output, bias, training=training)
+        sequence_output = layers[-1]
+        return {
+            "sequence_output": sequence_output,
+            "pooled_output": self.pooler(sequence_output),
+            "all_encoder_layers": layers,
+            "embedding_output": embedding_output,
+        }
+
+    def get_config(self):
+        return {"name": self.name, "config": self.config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(BertConfig.from_dict(config.pop("config")), **config)

@@ -1,0 +1,244 @@
+"""Hugging Face-format BERT weights (`model.safetensors` + `config.json`) -> the original layout.
+
+The safetensors format is read here directly with numpy (an 8-byte little-endian header length,
+a JSON header of name -> dtype/shape/offsets, then raw little-endian data), so importing needs no
+extra package.
+"""
+
+import json
+import os
+import re
+import struct
+
+import numpy as np
+import tensorflow as tf
+
+from modeling.config import BertConfig
+
+_SAFETENSORS_DTYPES = {
+    "F64": np.float64,
+    "F32": np.float32,
+    "F16": np.float16,
+    "I64": np.int64,
+    "I32": np.int32,
+    "I16": np.int16,
+    "I8": np.int8,
+    "U8": np.uint8,
+    "BOOL": np.bool_,
+}
+
+# HF activation names -> this project's (HF "gelu" is the exact erf form).
+_HF_ACTIVATIONS = {
+    "gelu": "gelu_exact",
+    "gelu_python": "gelu_exact",
+    "gelu_new": "gelu",
+    "gelu_fast": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "relu": "relu",
+    "tanh": "tanh",
+    "linear": "linear",
+}
+
+# (HF name pattern, original name template, transpose). HF dense weights are [out, in].
+_NAME_RULES = [
+    (r"embeddings\.word_embeddings\.weight", "bert/embeddings/word_embeddings", False),
+    (r"embeddings\.token_type_embeddings\.weight", "bert/embeddings/token_type_embeddings", False),
+    (r"embeddings\.position_embeddings\.weight", "bert/embeddings/position_embeddings", False),
+    (r"embeddings\.LayerNorm\.(weight|gamma)", "bert/embeddings/LayerNorm/gamma", False),
+    (r"embeddings\.LayerNorm\.(bias|beta)", "bert/embeddings/LayerNorm/beta", False),
+    (
+        r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.weight",
+        "bert/encoder/layer_{0}/attention/self/{1}/kernel",
+        True,
+    ),
+    (
+        r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.bias",
+        "bert/encoder/layer_{0}/attention/self/{1}/bias",
+        False,
+    ),
+    (
+        r"encoder\.layer\.(\d+)\.(attention\.output|intermediate|output)\.dense\.weight",
+        "bert/encoder/layer_{0}/{1}/dense/kernel",
+        True,
+    ),
+    (
+        r"encoder\.layer\.(\d+)\.(attention\.output|intermediate|output)\.dense\.bias",
+        "bert/encoder/layer_{0}/{1}/dense/bias",
+        False,
+    ),
+    (
+        r"encoder\.layer\.(\d+)\.(attention\.output|output)\.LayerNorm\.(weight|gamma)",
+        "bert/encoder/layer_{0}/{1}/LayerNorm/gamma",
+        False,
+    ),
+    (
+        r"encoder\.layer\.(\d+)\.(attention\.output|output)\.LayerNorm\.(bias|beta)",
+        "bert/encoder/layer_{0}/{1}/LayerNorm/beta",
+        False,
+    ),
+    (r"pooler\.dense\.weight", "bert/pooler/dense/kernel", True),
+    (r"pooler\.dense\.bias", "bert/pooler/dense/bias", False),
+    (r"cls\.predictions\.transform\.dense\.weight", "cls/predictions/transform/dense/kernel", True),
+    (r"cls\.predictions\.transform\.dense\.bias", "cls/predictions/transform/dense/bias", False),
+    (
+        r"cls\.predictions\.transform\.LayerNorm\.(weight|gamma)",
+        "cls/predictions/transform/LayerNorm/gamma",
+        False,
+    ),
+    (
+        r"cls\.predictions\.transform\.LayerNorm\.(bias|beta)",
+        "cls/predictions/transform/LayerNorm/beta",
+        False,
+    ),
+    (r"cls\.predictions\.bias", "cls/predictions/output_bias", False),
+    # nn.Linear(H, 2) stores [2, H], which is already the original's [out, in] layout.
+    (r"cls\.seq_relationship\.weight", "cls/seq_relationship/output_weights", False),
+    (r"cls\.seq_relationship\.bias", "cls/seq_relationship/output_bias", False),
+]
+
+# HF tensors that are buffers or duplicates of tied weights, not separate parameters.
+_SKIP = re.compile(r"(position_ids$|cls\.predictions\.decoder\.(weight|bias)$)")
+
+
+def read_safetensors(path):
+    """Reads a `.safetensors` file into numpy arrays.
+
+    Args:
+        path: file path.
+
+    Returns:
+        dict tensor name -> np.ndarray (copies, native byte order).
+
+    Raises:
+        ValueError: if the file is missing, truncated or not safetensors.
+    """
+    if not tf.io.gfile.exists(path):
+        raise ValueError(f"safetensors file not found: {path}")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        blob = f.read()
+    if len(blob) < 8:
+        raise ValueError(f"{path} is not a safetensors file (only {len(blob)} bytes).")
+    (header_len,) = struct.unpack("<Q", blob[:8])
+    if 8 + header_len > len(blob):
+        raise ValueError(f"{path} is not a safetensors file or is truncated (bad header length).")
+    try:
+        header = json.loads(blob[8 : 8 + header_len])
+    except ValueError:
+        raise ValueError(f"{path} is not a safetensors file (header is not JSON).") from None
+    data = memoryview(blob)[8 + header_len :]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] not in _SAFETENSORS_DTYPES:
+            raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}.")
+        dtype = np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<")
+        start, end = info["data_offsets"]
+        array = np.frombuffer(data[start:end], dtype=dtype).reshape(info["shape"])
+        tensors[name] = array.astype(dtype.newbyteorder("="))
+    return tensors
+
+
+def config_from_hf(hf_config):
+    """Builds a `BertConfig` from an HF `config.json` dict.
+
+    Raises:
+        ValueError: for a non-BERT model type, an unknown activation or a LayerNorm epsilon
+            other than the original's 1e-12.
+    """
+    model_type = hf_config.get("model_type", "bert")
+    if model_type != "bert":
+        raise ValueError(f"config.json: model_type is {model_type!r}; only 'bert' is supported.")
+    act = hf_config.get("hidden_act", "gelu")
+    if act not in _HF_ACTIVATIONS:
+        raise ValueError(
+            f"config.json: hidden_act {act!r} has no equivalent here; known: "
+            f"{sorted(_HF_ACTIVATIONS)}."
+        )
+    eps = hf_config.get("layer_norm_eps", 1e-12)
+    if abs(eps - 1e-12) > 1e-15:
+        raise ValueError(
+            f"config.json: layer_norm_eps is {eps}; the original BERT (and this project) uses "
+            "1e-12, so outputs would differ."
+        )
+    return BertConfig(
+        vocab_size=hf_config["vocab_size"],
+        hidden_size=hf_config.get("hidden_size", 768),
+        num_hidden_layers=hf_config.get("num_hidden_layers", 12),
+        num_attention_heads=hf_config.get("num_attention_heads", 12),
+        intermediate_size=hf_config.get("intermediate_size", 3072),
+        hidden_act=_HF_ACTIVATIONS[act],
+        hidden_dropout_prob=hf_config.get("hidden_dropout_prob", 0.1),
+        attention_probs_dropout_prob=hf_config.get("attention_probs_dropout_prob", 0.1),
+        max_position_embeddings=hf_config.get("max_position_embeddings", 512),
+        type_vocab_size=hf_config.get("type_vocab_size", 2),
+        initializer_range=hf_config.get("initializer_range", 0.02),
+    )
+
+
+def hf_to_original_names(tensors):
+    """Renames (and transposes) HF BERT tensors into the original checkpoint layout.
+
+    Accepts bare `BertModel` names and `bert.`-prefixed ones (`BertForPreTraining` ...).
+
+    Args:
+        tensors: dict HF name -> np.ndarray.
+
+    Returns:
+        dict original name -> float32 np.ndarray.
+
+    Raises:
+        ValueError: listing every HF tensor that has no original equivalent.
+    """
+    out, unknown = {}, []
+    for hf_name, value in tensors.items():
+        name = hf_name[len("bert.") :] if hf_name.startswith("bert.") else hf_name
+        if _SKIP.search(name):
+            continue
+        for pattern, template, transpose in _NAME_RULES:
+            match = re.fullmatch(pattern, name)
+            if match:
+                groups = [g.replace(".", "/") for g in match.groups()]
+                array = np.asarray(value, dtype=np.float32)
+                out[template.format(*groups)] = np.ascontiguousarray(
+                    array.T if transpose else array
+                )
+                break
+        else:
+            unknown.append(f"  {hf_name} {list(value.shape)}")
+    if unknown:
+        raise ValueError(
+            "HF weights hold tensors with no original BERT equivalent:\n" + "\n".join(unknown)
+        )
+    return out
+
+
+def load_hf_model(model_dir):
+    """Reads an HF BERT folder: `config.json` + `model.safetensors` (+ `vocab.txt`).
+
+    Args:
+        model_dir: the folder.
+
+    Returns:
+        (BertConfig, dict original name -> np.ndarray, vocab path or None).
+
+    Raises:
+        ValueError: naming the missing file or the bad content.
+    """
+    config_path = os.path.join(model_dir, "config.json")
+    weights_path = os.path.join(model_dir, "model.safetensors")
+    for p in (config_path, weights_path):
+        if not tf.io.gfile.exists(p):
+            raise ValueError(
+                f"{p} not found: an HF BERT folder needs config.json and model.safetensors "
+                "(pytorch_model.bin is not supported; re-save with safe_serialization=True)."
+            )
+    with tf.io.gfile.GFile(config_path) as f:
+        try:
+            hf_config = json.load(f)
+        except ValueError as err:
+            raise ValueError(f"{config_path} is not valid JSON: {err}") from None
+    config = config_from_hf(hf_config)
+    arrays = hf_to_original_names(read_safetensors(weights_path))
+    vocab = os.path.join(model_dir, "vocab.txt")
+    return config, arrays, (vocab if tf.io.gfile.exists(vocab) else None)

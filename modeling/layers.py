@@ -1,0 +1,71 @@
+"""Small building blocks shared by the encoder and the heads."""
+
+import keras
+import tensorflow as tf
+
+# The original's LayerNorm (tf.contrib.layers.layer_norm) hard-codes this epsilon.
+LAYER_NORM_EPSILON = 1e-12
+
+
+def truncated_normal(stddev):
+    """The original's initializer: truncated normal (re-drawn beyond 2 stddev), mean 0."""
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+def dense(units, name, initializer_range, activation=None):
+    """A dense layer as `tf.layers.dense` in the original: kernel `[in, out]`, zero bias.
+
+    Args:
+        units: output width.
+        name: layer name; it is the checkpoint scope (`query`, `dense`, ...).
+        initializer_range: stddev of the truncated-normal kernel initializer.
+        activation: a function or None.
+
+    Returns:
+        A `keras.layers.Dense` with variables `kernel` `[in, units]` and `bias` `[units]`.
+    """
+    return keras.layers.Dense(
+        units,
+        activation=activation,
+        kernel_initializer=truncated_normal(initializer_range),
+        bias_initializer="zeros",
+        name=name,
+    )
+
+
+class LayerNorm(keras.layers.Layer):
+    """Layer normalisation over the last axis, as the original's `layer_norm`.
+
+    Variables `gamma` (ones) and `beta` (zeros) of shape `[H]`; population variance; epsilon
+    1e-12. Statistics are computed in float32 whatever the compute dtype, because a half-precision
+    variance of 768 values loses the digits the 1e-12 epsilon is meant to protect.
+
+    The layer is conventionally named "LayerNorm" (CamelCase) because that is its checkpoint
+    scope in every original BERT checkpoint.
+    """
+
+    def build(self, input_shape):
+        width = input_shape[-1]
+        self.gamma = self.add_weight(name="gamma", shape=(width,), initializer="ones")
+        self.beta = self.add_weight(name="beta", shape=(width,), initializer="zeros")
+
+    def call(self, x):
+        x32 = tf.cast(x, tf.float32)
+        mean, variance = tf.nn.moments(x32, axes=[-1], keepdims=True)
+        inv = tf.math.rsqrt(variance + LAYER_NORM_EPSILON)
+        y = (x32 - mean) * inv * tf.cast(self.gamma, tf.float32) + tf.cast(self.beta, tf.float32)
+        return tf.cast(y, self.compute_dtype)
+
+
+def gather_positions(sequence, positions):
+    """Gathers vectors at the given positions of each example.
+
+    Args:
+        sequence: float Tensor `[B, S, H]`.
+        positions: int Tensor `[B, P]` of indices into the sequence axis.
+
+    Returns:
+        Tensor `[B * P, H]`, flattened as the original `gather_indexes` does.
+    """
+    gathered = tf.gather(sequence, tf.cast(positions, tf.int32), batch_dims=1)
+    return tf.reshape(gathered, [-1, tf.shape(sequence)[-1]])

@@ -1,0 +1,391 @@
+"""Optimizers and learning-rate schedule with the original BERT training semantics.
+
+`WarmupLinearDecay` and `AdamWeightDecay` reproduce, in float32 and in the same order of
+operations, the schedule and the optimizer built by the original `create_optimizer`, so a
+Keras training run follows the TF1 one to within rounding. `Lamb` is the layer-wise adaptive
+variant used by large-batch BERT pre-training recipes.
+"""
+
+import math
+import numbers
+import re
+
+import keras
+import tensorflow as tf
+
+# Variables whose names contain any of these patterns get no weight decay (the original list).
+DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
+
+
+def _check_int(value, name, minimum):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(
+            f"optimization: {name} must be an integer number of steps, got {value!r} "
+            f"({type(value).__name__}); pass an int >= {minimum}."
+        )
+    if value < minimum:
+        raise ValueError(f"optimization: {name} must be >= {minimum}, got {value}.")
+    return int(value)
+
+
+def _check_float(value, name, allow_zero=True):
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"optimization: {name} must be a finite number {bound}, got {value!r}.")
+    return float(value)
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warmup then linear decay to zero, exactly as the original BERT schedule.
+
+    `decay(step) = init_lr * (1 - min(step, num_train_steps) / num_train_steps)`, and while
+    `step < num_warmup_steps` the rate is `init_lr * step / num_warmup_steps` instead. The
+    decay is measured from step 0, not from the end of warmup, so the rate jumps from
+    `init_lr * (W - 1) / W` to `init_lr * (1 - W / N)` when warmup ends; the original behaves
+    this way and it is kept so that runs can be compared with it. The first update (step 0)
+    uses a rate of 0.
+
+    Args:
+        init_lr: Peak learning rate, a float >= 0.
+        num_train_steps: Total number of training steps N (int > 0); the rate is 0 from N on.
+        num_warmup_steps: Number of warmup steps W (int >= 0); 0 disables warmup.
+
+    Raises:
+        ValueError: If an argument is out of range or of the wrong type.
+    """
+
+    def __init__(self, init_lr, num_train_steps, num_warmup_steps=0):
+        self.init_lr = _check_float(init_lr, "init_lr")
+        self.num_train_steps = _check_int(num_train_steps, "num_train_steps", 1)
+        self.num_warmup_steps = _check_int(num_warmup_steps, "num_warmup_steps", 0)
+
+    def __call__(self, step):
+        """Returns the float32 scalar learning rate for the integer scalar `step`."""
+        with tf.name_scope("WarmupLinearDecay"):
+            step = tf.cast(tf.convert_to_tensor(step), tf.int64)
+            init_lr = tf.constant(self.init_lr, dtype=tf.float32)
+            # The float ops and their order follow tf.train.polynomial_decay (power 1, end 0)
+            # and the original warmup blend, so every value matches it bit for bit.
+            step_f = tf.cast(step, tf.float32)
+            total_f = tf.cast(self.num_train_steps, tf.float32)
+            done = tf.minimum(step_f, total_f) / total_f
+            learning_rate = init_lr * tf.pow(1.0 - done, 1.0)
+            if self.num_warmup_steps:
+                warmup_f = tf.cast(self.num_warmup_steps, tf.float32)
+                warmup_lr = init_lr * (step_f / warmup_f)
+                is_warmup = tf.cast(step < self.num_warmup_steps, tf.float32)
+                learning_rate = (1.0 - is_warmup) * learning_rate + is_warmup * warmup_lr
+            return learning_rate
+
+    def get_config(self):
+        return {
+            "init_lr": self.init_lr,
+            "num_train_steps": self.num_train_steps,
+            "num_warmup_steps": self.num_warmup_steps,
+        }
+
+
+def _default_variable_name(variable):
+    """The Keras `path` of a variable (its TF1 name in this project), without any ':0'."""
+    name = getattr(variable, "path", None) or variable.name
+    return re.sub(r":\d+$", "", name)
+
+
+class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
+    """Shared parts of `AdamWeightDecay` and `Lamb`: exclusions, slots and clipping."""
+
+    def __init__(
+        self,
+        learning_rate,
+        weight_decay_rate,
+        beta_1,
+        beta_2,
+        epsilon,
+        exclude_from_weight_decay,
+        clip_norm,
+        name_fn,
+        name,
+        **kwargs,
+    ):
+        # Decay is applied inside update_step in the original's order, never by the base class.
+        if kwargs.pop("weight_decay", None) is not None:
+            raise ValueError(
+                f"{type(self).__name__}: use weight_decay_rate=..., not weight_decay=...; "
+                "the Keras weight_decay mechanism orders the arithmetic differently."
+            )
+        if clip_norm is not None:
+            clip_norm = _check_float(clip_norm, "clip_norm", allow_zero=False)
+            keras_clipping = [
+                k for k in ("clipnorm", "clipvalue", "global_clipnorm") if kwargs.get(k)
+            ]
+            if keras_clipping:
+                raise ValueError(
+                    f"{type(self).__name__}: clip_norm={clip_norm} cannot be combined with "
+                    f"{keras_clipping}; set only one kind of clipping."
+                )
+        super().__init__(learning_rate=learning_rate, weight_decay=None, name=name, **kwargs)
+        self.weight_decay_rate = _check_float(weight_decay_rate, "weight_decay_rate")
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        # Not `self.exclude_from_weight_decay`: that name is a method of the Keras base class.
+        self._exclude_patterns = list(exclude_from_weight_decay or ())
+        self.clip_norm = clip_norm
+        self._name_fn = name_fn or _default_variable_name
+
+    def variable_name(self, variable):
+        """Returns the name matched against the exclusion patterns for `variable`."""
+        return self._name_fn(variable)
+
+    def _excluded(self, name):
+        return any(re.search(p, name) is not None for p in self._exclude_patterns)
+
+    def uses_weight_decay(self, variable):
+        """Whether `variable` is decayed: a nonzero rate and no exclusion pattern in its name."""
+        return bool(self.weight_decay_rate) and not self._excluded(self.variable_name(variable))
+
+    def exclude_from_weight_decay(self, var_list=None, var_names=None):
+        """Not supported: pass `exclude_from_weight_decay=[...]` to the constructor."""
+        raise ValueError(
+            f"{type(self).__name__}: set exclusions with the constructor argument "
+            f"exclude_from_weight_decay=[...] (got var_list={var_list}, var_names={var_names})."
+        )
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._adam_m, self._adam_v = self.add_optimizer_variables(var_list, ["adam_m", "adam_v"])
+        # Decided here from the Keras variables, because update_step may receive the backing
+        # tf.Variable (which has no `path`) when running under tf.distribute.
+        self._decay_flags = tuple(self.uses_weight_decay(v) for v in var_list)
+
+    def _clip_gradients(self, grads):
+        if self.clip_norm is None:
+            return super()._clip_gradients(grads)
+        clipped, _ = tf.clip_by_global_norm(list(grads), self.clip_norm)
+        return clipped
+
+    def _moments(self, gradient, variable):
+        """Updates adam_m/adam_v and returns their new values (float32, same shape as var)."""
+        index = self._get_variable_index(variable)
+        m, v = self._adam_m[index], self._adam_v[index]
+        grad = tf.cast(tf.convert_to_tensor(gradient), variable.dtype)
+        next_m = self.beta_1 * tf.convert_to_tensor(m) + (1.0 - self.beta_1) * grad
+        next_v = self.beta_2 * tf.convert_to_tensor(v) + (1.0 - self.beta_2) * tf.square(grad)
+        self.assign(m, next_m)
+        self.assign(v, next_v)
+        return next_m, next_v, self._decay_flags[index]
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("weight_decay", None)
+        config.update(
+            {
+                "weight_decay_rate": self.weight_decay_rate,
+                "beta_1": self.beta_1,
+                "beta_2": self.beta_2,
+                "epsilon": self.epsilon,
+                "exclude_from_weight_decay": self._exclude_patterns or None,
+                "clip_norm": self.clip_norm,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class AdamWeightDecay(_DecoupledDecayOptimizer):
+    """Adam with decoupled weight decay, with the original BERT optimizer's exact arithmetic.
+
+    Per variable: `m <- b1*m + (1-b1)*g`, `v <- b2*v + (1-b2)*g^2`,
+    `update = m / (sqrt(v) + epsilon)` with no bias correction, plus `weight_decay_rate * param`
+    unless the variable is excluded, then `param <- param - lr * update`. The slots are named
+    `adam_m` and `adam_v`. A variable is excluded when any pattern of
+    `exclude_from_weight_decay` is found (`re.search`) in its name, which is the Keras `path`
+    without ':0' (the model names its layers so paths are the TF1 names, e.g.
+    `bert/encoder/layer_0/attention/output/LayerNorm/gamma`) or `name_fn(variable)` if given.
+
+    With `clip_norm` set, all gradients are clipped together with `tf.clip_by_global_norm`
+    before the update, as the original training op did. Under `tf.distribute` each replica
+    clips its own gradients before the cross-replica sum, as the original did per TPU core.
+
+    Under `tf.distribute`, build the optimizer's variables inside the strategy scope before
+    the first distributed step: `with strategy.scope(): optimizer.build(model.trainable_variables)`.
+
+    Args:
+        learning_rate: A float or a `LearningRateSchedule` (see `WarmupLinearDecay`).
+        weight_decay_rate: Decoupled decay factor added to the update; 0 disables decay.
+        beta_1: Decay of the first-moment average.
+        beta_2: Decay of the second-moment average.
+        epsilon: Added to `sqrt(v)` (outside the square root).
+        exclude_from_weight_decay: Regex strings; matching variables are not decayed.
+        clip_norm: Global-norm clipping threshold, or None for no clipping.
+        name_fn: Optional `name_fn(variable) -> str` giving the name matched against the
+            exclusion patterns.
+        name: Optimizer name.
+        **kwargs: Other `keras.optimizers.Optimizer` arguments (e.g. `use_ema`).
+
+    Raises:
+        ValueError: If `weight_decay_rate` or `clip_norm` is out of range, or if `clip_norm`
+            is combined with Keras' own clipping arguments or `weight_decay`.
+    """
+
+    def __init__(
+        self,
+        learning_rate,
+        weight_decay_rate=0.0,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=None,
+        clip_norm=None,
+        name_fn=None,
+        name="AdamWeightDecay",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate,
+            weight_decay_rate,
+            beta_1,
+            beta_2,
+            epsilon,
+            exclude_from_weight_decay,
+            clip_norm,
+            name_fn,
+            name,
+            **kwargs,
+        )
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = tf.cast(learning_rate, variable.dtype)
+        next_m, next_v, decay = self._moments(gradient, variable)
+        param = tf.convert_to_tensor(variable)
+        update = next_m / (tf.sqrt(next_v) + self.epsilon)
+        if decay:
+            update += self.weight_decay_rate * param
+        self.assign(variable, param - lr * update)
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class Lamb(_DecoupledDecayOptimizer):
+    """LAMB: Adam moments with layer-wise trust ratio (You et al., 2019, arXiv:1904.00962).
+
+    Per variable, with `t` the 1-based step: `m_hat = m / (1 - b1^t)`,
+    `v_hat = v / (1 - b2^t)`, `update = m_hat / (sqrt(v_hat) + epsilon) + wd * param`, and
+    `param <- param - lr * r * update` with trust ratio `r = ||param|| / ||update||` (1 when
+    either norm is 0). Variables matching `exclude_from_weight_decay` (same rule and naming as
+    `AdamWeightDecay`) get neither the decay nor the trust ratio, i.e. plain Adam. Clipping and
+    the `tf.distribute` build requirement are as for `AdamWeightDecay`.
+
+    Args:
+        learning_rate: A float or a `LearningRateSchedule`.
+        weight_decay_rate: Decoupled decay factor added to the update.
+        beta_1: Decay of the first-moment average.
+        beta_2: Decay of the second-moment average.
+        epsilon: Added to `sqrt(v_hat)`.
+        exclude_from_weight_decay: Regex strings; matching variables get plain Adam.
+        clip_norm: Global-norm clipping threshold, or None for no clipping.
+        name_fn: Optional `name_fn(variable) -> str` for the exclusion patterns.
+        name: Optimizer name.
+        **kwargs: Other `keras.optimizers.Optimizer` arguments.
+
+    Raises:
+        ValueError: As for `AdamWeightDecay`.
+    """
+
+    def __init__(
+        self,
+        learning_rate,
+        weight_decay_rate=0.01,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=None,
+        clip_norm=None,
+        name_fn=None,
+        name="Lamb",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate,
+            weight_decay_rate,
+            beta_1,
+            beta_2,
+            epsilon,
+            exclude_from_weight_decay,
+            clip_norm,
+            name_fn,
+            name,
+            **kwargs,
+        )
+
+    def update_step(self, gradient, variable, learning_rate):
+        dtype = variable.dtype
+        lr = tf.cast(learning_rate, dtype)
+        step = tf.cast(self.iterations + 1, dtype)
+        next_m, next_v, adapt = self._moments(gradient, variable)
+        m_hat = next_m / (1.0 - tf.pow(tf.cast(self.beta_1, dtype), step))
+        v_hat = next_v / (1.0 - tf.pow(tf.cast(self.beta_2, dtype), step))
+        param = tf.convert_to_tensor(variable)
+        update = m_hat / (tf.sqrt(v_hat) + self.epsilon)
+        if adapt:
+            update += self.weight_decay_rate * param
+            param_norm = tf.norm(param)
+            update_norm = tf.norm(update)
+            usable = tf.logical_and(param_norm > 0.0, update_norm > 0.0)
+            # The inner where keeps the unused branch finite when a norm is 0.
+            ratio = tf.where(
+                usable, param_norm / tf.where(usable, update_norm, 1.0), tf.ones([], dtype)
+            )
+            update = ratio * update
+        self.assign(variable, param - lr * update)
+
+
+def create_optimizer(
+    init_lr,
+    num_train_steps,
+    num_warmup_steps,
+    optimizer_type="adamw",
+    weight_decay_rate=0.01,
+    clip_norm=1.0,
+):
+    """Builds the optimizer of the original BERT training op, or LAMB.
+
+    The optimizer uses `WarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)`,
+    excludes `LayerNorm`, `layer_norm` and `bias` variables from weight decay, and clips
+    gradients to global norm `clip_norm` (1.0 in the original: "This is how the model was
+    pre-trained"). Keras increments `optimizer.iterations` after each update, so the first
+    update uses the step-0 rate, as the original did.
+
+    Args:
+        init_lr: Peak learning rate (float >= 0).
+        num_train_steps: Total number of training steps (int > 0).
+        num_warmup_steps: Linear warmup steps (int >= 0).
+        optimizer_type: "adamw" (the original AdamWeightDecayOptimizer) or "lamb".
+        weight_decay_rate: Decoupled weight decay for non-excluded variables.
+        clip_norm: Global-norm clipping threshold, or None to disable clipping.
+
+    Returns:
+        An `AdamWeightDecay` or `Lamb` optimizer.
+
+    Raises:
+        ValueError: If `optimizer_type` is unknown or a numeric argument is out of range.
+    """
+    optimizers = {"adamw": AdamWeightDecay, "lamb": Lamb}
+    if optimizer_type not in optimizers:
+        raise ValueError(
+            f"optimization: unknown optimizer_type {optimizer_type!r}; "
+            f"choose one of {sorted(optimizers)}."
+        )
+    schedule = WarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)
+    return optimizers[optimizer_type](
+        learning_rate=schedule,
+        weight_decay_rate=weight_decay_rate,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=list(DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY),
+        clip_norm=clip_norm,
+    )

@@ -1,0 +1,174 @@
+"""One post-LayerNorm Transformer layer, named as the original's checkpoint scopes.
+
+Scope layout of layer i (each name below is a Keras layer of the same name):
+
+    layer_i/attention/self/{query,key,value}
+    layer_i/attention/output/{dense,LayerNorm}
+    layer_i/intermediate/dense
+    layer_i/output/{dense,LayerNorm}
+"""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from modeling.activations import get_activation
+from modeling.layers import LayerNorm, dense
+
+
+def attention_bias_from_mask(input_mask, dtype=tf.float32):
+    """Turns a padding mask into the additive bias the original adds to attention scores.
+
+    Only keys are masked: padded query positions are still computed, as in the original.
+
+    Args:
+        input_mask: int Tensor `[B, T]`, 1 for real tokens, 0 for padding.
+        dtype: dtype of the result.
+
+    Returns:
+        Tensor `[B, 1, 1, T]`: 0 where attended, -10000 where masked (not -inf, as the original).
+    """
+    mask = tf.cast(input_mask, dtype)[:, tf.newaxis, tf.newaxis, :]
+    return (1.0 - mask) * -10000.0
+
+
+class SelfAttention(keras.layers.Layer):
+    """Multi-head self-attention with separate query/key/value projections (scope `self`).
+
+    Each projection is a full `[H, H]` kernel; head h uses output columns h*d..(h+1)*d-1.
+    Scores are Q.K^T multiplied by 1/sqrt(d) after the matmul, masked additively, soft-maxed over
+    keys, and dropped out with `attention_probs_dropout_prob`.
+
+    Args:
+        config: a validated `BertConfig`.
+    """
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = config.num_attention_heads
+        self.head_size = config.hidden_size // config.num_attention_heads
+        init = config.initializer_range
+        self.query = dense(config.hidden_size, "query", init)
+        self.key = dense(config.hidden_size, "key", init)
+        self.value = dense(config.hidden_size, "value", init)
+        self.dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
+
+    def build(self, input_shape):
+        for layer in (self.query, self.key, self.value):
+            layer.build(input_shape)
+
+    def _split_heads(self, x):
+        shape = tf.shape(x)
+        return tf.reshape(x, [shape[0], shape[1], self.num_heads, self.head_size])
+
+    def call(self, x, attention_bias, training=False):
+        """Args: x `[B, S, H]`; attention_bias `[B, 1, 1, S]`. Returns `[B, S, H]`."""
+        q = self._split_heads(self.query(x))
+        k = self._split_heads(self.key(x))
+        v = self._split_heads(self.value(x))
+        scores = tf.einsum("bfnd,btnd->bnft", q, k)
+        scores = scores * (1.0 / math.sqrt(float(self.head_size)))
+        # Softmax in float32 so that mixed precision never saturates the -10000 bias.
+        scores = tf.cast(scores, tf.float32) + tf.cast(attention_bias, tf.float32)
+        probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
+        probs = self.dropout(probs, training=training)
+        context = tf.einsum("bnft,btnd->bfnd", probs, v)
+        shape = tf.shape(context)
+        return tf.reshape(context, [shape[0], shape[1], self.num_heads * self.head_size])
+
+
+class DenseResidualNorm(keras.layers.Layer):
+    """dense -> dropout -> add residual -> LayerNorm (scopes `attention/output` and `output`).
+
+    Args:
+        config: a validated `BertConfig`.
+    """
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = config.hidden_size
+        self.dense = dense(config.hidden_size, "dense", config.initializer_range)
+        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        # Named as its checkpoint scope.
+        self.layer_norm = LayerNorm(name="LayerNorm")
+
+    def build(self, input_shape):
+        self.dense.build(input_shape)
+        self.layer_norm.build(tuple(input_shape[:-1]) + (self.hidden_size,))
+
+    def call(self, x, residual, training=False):
+        """Args: x `[B, S, in]`; residual `[B, S, H]`. Returns `[B, S, H]`."""
+        y = self.dropout(self.dense(x), training=training)
+        return self.layer_norm(y + residual)
+
+
+class Attention(keras.layers.Layer):
+    """Self-attention plus its output projection (scope `attention`: `self` and `output`).
+
+    Args:
+        config: a validated `BertConfig`.
+    """
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        self.self_attention = SelfAttention(config, name="self")
+        self.output_block = DenseResidualNorm(config, name="output")
+
+    def build(self, input_shape):
+        self.self_attention.build(input_shape)
+        self.output_block.build(input_shape)
+
+    def call(self, x, attention_bias, training=False):
+        """Args: x `[B, S, H]`; attention_bias `[B, 1, 1, S]`. Returns `[B, S, H]`."""
+        context = self.self_attention(x, attention_bias, training=training)
+        return self.output_block(context, x, training=training)
+
+
+class Intermediate(keras.layers.Layer):
+    """The feed-forward expansion H -> I with the config's activation; no dropout here.
+
+    Args:
+        config: a validated `BertConfig`.
+    """
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        activation = get_activation(config.hidden_act)
+        self.dense = dense(config.intermediate_size, "dense", config.initializer_range, activation)
+
+    def build(self, input_shape):
+        self.dense.build(input_shape)
+
+    def call(self, x):
+        """Args: x `[B, S, H]`. Returns `[B, S, I]`."""
+        return self.dense(x)
+
+
+class TransformerLayer(keras.layers.Layer):
+    """One encoder block of the original (post-LayerNorm), scope `encoder/layer_i`.
+
+    attention/self -> attention/output (dense, dropout, +input, LN) -> intermediate
+    (dense + activation, no dropout) -> output (dense, dropout, +attention output, LN).
+
+    Args:
+        config: a validated `BertConfig`.
+    """
+
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        self.intermediate_size = config.intermediate_size
+        self.attention = Attention(config, name="attention")
+        self.intermediate = Intermediate(config, name="intermediate")
+        self.output_block = DenseResidualNorm(config, name="output")
+
+    def build(self, input_shape):
+        hidden = tuple(input_shape)
+        self.attention.build(hidden)
+        self.intermediate.build(hidden)
+        self.output_block.build(hidden[:-1] + (self.intermediate_size,))
+
+    def call(self, x, attention_bias, training=False):
+        """Args: x `[B, S, H]`; attention_bias `[B, 1, 1, S]`. Returns `[B, S, H]`."""
+        attention_out = self.attention(x, attention_bias, training=training)
+        return self.output_block(self.intermediate(attention_out), attention_out, training=training)

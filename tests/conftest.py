@@ -1,0 +1,35 @@
+"""Shared fixtures: references produced by Google's own code, once per test session."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from tests.oracles import run_oracle  # noqa: E402
+
+
+def _original(tmp_path_factory, hidden_act, seed, with_heads):
+    out = tmp_path_factory.mktemp(f"original_{hidden_act}_{seed}")
+    args = ["--out_dir", out, "--hidden_act", hidden_act, "--seed", seed]
+    run_oracle("original_bert", args + (["--with_heads"] if with_heads else []))
+    return {
+        "dir": str(out),
+        "ckpt": str(out / "bert_model.ckpt"),
+        "config": str(out / "bert_config.json"),
+        "ref": dict(np.load(out / "reference.npz")),
+    }
+
+
+@pytest.fixture(scope="session")
+def original_gelu(tmp_path_factory):
+    """A random tiny checkpoint written by the original modeling.py (tanh gelu), with the
+    pretraining heads and optimizer slots, and the original's outputs on a padded batch."""
+    return _original(tmp_path_factory, "gelu", 0, True)
+
+
+@pytest.fixture(scope="session")
+def original_relu(tmp_path_factory):
+    """As `original_gelu`, with relu and without heads."""
+    return _original(tmp_path_factory, "relu", 3, False)
