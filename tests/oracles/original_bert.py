@@ -58,6 +58,16 @@ def _parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--with_heads", action="store_true", help="Also build the MLM and NSP heads."
     )
+    parser.add_argument(
+        "--init_checkpoint",
+        default=None,
+        help="Restore every variable from this checkpoint the way the original scripts do "
+        "(get_assignment_map_from_checkpoint + init_from_checkpoint) instead of randomizing; "
+        "then only reference.npz is written.",
+    )
+    parser.add_argument(
+        "--bert_config_file", default=None, help="Config to build with --init_checkpoint."
+    )
     return parser.parse_args(argv)
 
 
@@ -120,6 +130,26 @@ def _random_value(name: str, shape, rng: np.random.Generator) -> np.ndarray:
     return noise
 
 
+def _restore_and_write(args, modeling, fetches, inputs, head_inputs) -> None:
+    """Initialises the graph's variables from --init_checkpoint as run_classifier.py does and
+    writes the outputs; fails if any trainable variable is not found in the checkpoint."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    tvars = tf1.trainable_variables()
+    assignment_map, initialized = modeling.get_assignment_map_from_checkpoint(
+        tvars, args.init_checkpoint
+    )
+    missing = [v.name for v in tvars if v.name not in initialized]
+    if missing:
+        raise SystemExit(f"variables not in {args.init_checkpoint}: {missing}")
+    tf1.train.init_from_checkpoint(args.init_checkpoint, assignment_map)
+    with tf1.Session() as sess:
+        sess.run(tf1.global_variables_initializer())
+        results = sess.run(fetches)
+    np.savez(os.path.join(args.out_dir, "reference.npz"), **inputs, **head_inputs, **results)
+
+
 def main(argv=None) -> None:
     """Builds the original model, randomizes it, runs it and writes the references.
 
@@ -150,7 +180,10 @@ def main(argv=None) -> None:
     rng = np.random.default_rng(args.seed)
     inputs = make_inputs(rng)
     head_inputs = make_head_inputs(rng) if args.with_heads else {}
-    config = modeling.BertConfig(hidden_act=args.hidden_act, **TINY_CONFIG)
+    if args.bert_config_file:
+        config = modeling.BertConfig.from_json_file(args.bert_config_file)
+    else:
+        config = modeling.BertConfig(hidden_act=args.hidden_act, **TINY_CONFIG)
     os.makedirs(args.out_dir, exist_ok=True)
 
     graph = tf.Graph()
@@ -193,6 +226,10 @@ def main(argv=None) -> None:
                 next_sentence_example_loss=nsp_example_loss,
                 next_sentence_loss=nsp_loss,
             )
+
+        if args.init_checkpoint:
+            _restore_and_write(args, modeling, fetches, inputs, head_inputs)
+            return
 
         # Optimizer state as AdamWeightDecayOptimizer names it; loaders must skip it.
         model_vars = tf1.trainable_variables()
