@@ -1,8 +1,9 @@
 """Optimizers and learning-rate schedule with the original BERT training semantics.
 
-`WarmupLinearDecay` and `AdamWeightDecay` reproduce, in float32 and in the same order of
-operations, the schedule and the optimizer built by the original `create_optimizer`, so a
-Keras training run follows the TF1 one to within rounding. `Lamb` is the layer-wise adaptive
+`WarmupLinearDecay` and `AdamWeightDecay` reproduce, in float32, the schedule and the
+optimizer built by the original `create_optimizer`: the schedule bit for bit and each update
+in the original's order of operations, so a Keras training run follows the TF1 one to within
+rounding. `Lamb` is the layer-wise adaptive
 variant used by large-batch BERT pre-training recipes.
 """
 
@@ -11,6 +12,7 @@ import numbers
 import re
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 # Variables whose names contain any of these patterns get no weight decay (the original list).
@@ -45,7 +47,8 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     decay is measured from step 0, not from the end of warmup, so the rate jumps from
     `init_lr * (W - 1) / W` to `init_lr * (1 - W / N)` when warmup ends; the original behaves
     this way and it is kept so that runs can be compared with it. The first update (step 0)
-    uses a rate of 0.
+    uses a rate of 0. Values equal the original's bit for bit, eagerly and in `tf.function`;
+    under XLA (`jit_compile=True`) they may differ in the last bit.
 
     Args:
         init_lr: Peak learning rate, a float >= 0.
@@ -65,16 +68,24 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         """Returns the float32 scalar learning rate for the integer scalar `step`."""
         with tf.name_scope("WarmupLinearDecay"):
             step = tf.cast(tf.convert_to_tensor(step), tf.int64)
-            init_lr = tf.constant(self.init_lr, dtype=tf.float32)
-            # The float ops and their order follow tf.train.polynomial_decay (power 1, end 0)
-            # and the original warmup blend, so every value matches it bit for bit.
+            f32 = np.float32
+            # The original's graph is float32 throughout, and TensorFlow's graph optimizer
+            # rewrites its `x / constant` as `x * (1 / constant)` and folds `init_lr * (step /
+            # W)` into `step * (init_lr * (1 / W))`. Those are the values the original trained
+            # with, so they are written out here: the result is then the same eagerly and in
+            # tf.function, and equals the original's bit for bit (the textbook formulas differ
+            # from it in the last bit for some steps).
+            init_lr = f32(self.init_lr)
+            total = f32(self.num_train_steps)
             step_f = tf.cast(step, tf.float32)
-            total_f = tf.cast(self.num_train_steps, tf.float32)
-            done = tf.minimum(step_f, total_f) / total_f
-            learning_rate = init_lr * tf.pow(1.0 - done, 1.0)
+            done = tf.minimum(step_f, tf.constant(total)) * tf.constant(f32(1) / total)
+            # Under XLA `1 - done` may become a fused multiply-add, which leaves a residue of
+            # about -1e-8 * init_lr from step N on; the clamp keeps the rate from turning
+            # negative and changes no value computed without XLA.
+            learning_rate = tf.maximum(tf.constant(init_lr) * (1.0 - done), 0.0)
             if self.num_warmup_steps:
-                warmup_f = tf.cast(self.num_warmup_steps, tf.float32)
-                warmup_lr = init_lr * (step_f / warmup_f)
+                warmup_rate = init_lr * (f32(1) / f32(self.num_warmup_steps))
+                warmup_lr = step_f * tf.constant(warmup_rate)
                 is_warmup = tf.cast(step < self.num_warmup_steps, tf.float32)
                 learning_rate = (1.0 - is_warmup) * learning_rate + is_warmup * warmup_lr
             return learning_rate
@@ -139,12 +150,14 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
         """Returns the name matched against the exclusion patterns for `variable`."""
         return self._name_fn(variable)
 
-    def _excluded(self, name):
+    def is_excluded(self, variable):
+        """Whether an exclusion pattern is found in the name of `variable`."""
+        name = self.variable_name(variable)
         return any(re.search(p, name) is not None for p in self._exclude_patterns)
 
     def uses_weight_decay(self, variable):
         """Whether `variable` is decayed: a nonzero rate and no exclusion pattern in its name."""
-        return bool(self.weight_decay_rate) and not self._excluded(self.variable_name(variable))
+        return bool(self.weight_decay_rate) and not self.is_excluded(variable)
 
     def exclude_from_weight_decay(self, var_list=None, var_names=None):
         """Not supported: pass `exclude_from_weight_decay=[...]` to the constructor."""
@@ -160,7 +173,7 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
         self._adam_m, self._adam_v = self.add_optimizer_variables(var_list, ["adam_m", "adam_v"])
         # Decided here from the Keras variables, because update_step may receive the backing
         # tf.Variable (which has no `path`) when running under tf.distribute.
-        self._decay_flags = tuple(self.uses_weight_decay(v) for v in var_list)
+        self._excluded_flags = tuple(self.is_excluded(v) for v in var_list)
 
     def _clip_gradients(self, grads):
         if self.clip_norm is None:
@@ -169,7 +182,7 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
         return clipped
 
     def _moments(self, gradient, variable):
-        """Updates adam_m/adam_v and returns their new values (float32, same shape as var)."""
+        """Updates adam_m/adam_v; returns their new values and whether `variable` is excluded."""
         index = self._get_variable_index(variable)
         m, v = self._adam_m[index], self._adam_v[index]
         grad = tf.cast(tf.convert_to_tensor(gradient), variable.dtype)
@@ -177,7 +190,7 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
         next_v = self.beta_2 * tf.convert_to_tensor(v) + (1.0 - self.beta_2) * tf.square(grad)
         self.assign(m, next_m)
         self.assign(v, next_v)
-        return next_m, next_v, self._decay_flags[index]
+        return next_m, next_v, self._excluded_flags[index]
 
     def get_config(self):
         config = super().get_config()
@@ -260,10 +273,10 @@ class AdamWeightDecay(_DecoupledDecayOptimizer):
 
     def update_step(self, gradient, variable, learning_rate):
         lr = tf.cast(learning_rate, variable.dtype)
-        next_m, next_v, decay = self._moments(gradient, variable)
+        next_m, next_v, excluded = self._moments(gradient, variable)
         param = tf.convert_to_tensor(variable)
         update = next_m / (tf.sqrt(next_v) + self.epsilon)
-        if decay:
+        if self.weight_decay_rate and not excluded:
             update += self.weight_decay_rate * param
         self.assign(variable, param - lr * update)
 
@@ -325,13 +338,14 @@ class Lamb(_DecoupledDecayOptimizer):
         dtype = variable.dtype
         lr = tf.cast(learning_rate, dtype)
         step = tf.cast(self.iterations + 1, dtype)
-        next_m, next_v, adapt = self._moments(gradient, variable)
+        next_m, next_v, excluded = self._moments(gradient, variable)
         m_hat = next_m / (1.0 - tf.pow(tf.cast(self.beta_1, dtype), step))
         v_hat = next_v / (1.0 - tf.pow(tf.cast(self.beta_2, dtype), step))
         param = tf.convert_to_tensor(variable)
         update = m_hat / (tf.sqrt(v_hat) + self.epsilon)
-        if adapt:
-            update += self.weight_decay_rate * param
+        if not excluded:
+            if self.weight_decay_rate:
+                update += self.weight_decay_rate * param
             param_norm = tf.norm(param)
             update_norm = tf.norm(update)
             usable = tf.logical_and(param_norm > 0.0, update_norm > 0.0)

@@ -1,0 +1,358 @@
+"""Tests for modeling/optimization.py.
+
+The oracle is the original `bert.optimization` (bert-tensorflow) run in tf.compat.v1 graph
+mode. Its `create_optimizer` takes a loss, so the oracle graph uses
+`loss = sum(reduce_sum(var * g))` with `g` fed per step: the gradient of that loss is exactly
+`g`, which lets both sides see the same gradients through the original's whole training op
+(schedule, global-norm clipping, AdamWeightDecayOptimizer, global-step increment).
+LAMB has no original; it is checked against a NumPy transcription of its defining formulas.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from bert import optimization as original
+
+from modeling import optimization
+
+_SHAPES = {
+    "layer/kernel": (4, 3),
+    "layer/bias": (3,),
+    "layer/LayerNorm/gamma": (3,),
+    "cls/output_weights": (2, 3),
+}
+_DECAYED = {"layer/kernel", "cls/output_weights"}
+
+
+def _keras_variable(path, value):
+    """A keras.Variable whose `path` is `path` (e.g. "layer/LayerNorm/gamma")."""
+    *scopes, leaf = path.split("/")
+    if not scopes:
+        return keras.Variable(value, name=leaf)
+    with keras.name_scope(scopes[0]):
+        return _keras_variable("/".join(scopes[1:] + [leaf]), value)
+
+
+def _random_problem(num_steps, seed=0):
+    """Initial values and per-step gradients; every third step is small enough not to clip."""
+    rng = np.random.RandomState(seed)
+    init = {k: rng.normal(size=s).astype(np.float32) for k, s in _SHAPES.items()}
+    scales = [0.05 if i % 3 == 0 else 1.0 for i in range(num_steps)]
+    grads = [
+        {k: (scale * rng.normal(size=s)).astype(np.float32) for k, s in _SHAPES.items()}
+        for scale in scales
+    ]
+    return init, grads
+
+
+def _run_original(init, grads, init_lr, num_train_steps, num_warmup_steps):
+    """Runs bert.optimization.create_optimizer's train op; returns per-step variable values."""
+    graph = tf.Graph()
+    with graph.as_default():
+        params = {k: tf.compat.v1.get_variable(k, initializer=v) for k, v in init.items()}
+        feeds = {k: tf.compat.v1.placeholder(tf.float32, _SHAPES[k]) for k in _SHAPES}
+        loss = tf.add_n([tf.reduce_sum(params[k] * feeds[k]) for k in _SHAPES])
+        train_op = original.create_optimizer(
+            loss, init_lr, num_train_steps, num_warmup_steps, use_tpu=False
+        )
+        fetch = {v.name[: -len(":0")]: v for v in tf.compat.v1.global_variables()}
+        history = []
+        with tf.compat.v1.Session(graph=graph) as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            for step_grads in grads:
+                sess.run(train_op, {feeds[k]: step_grads[k] for k in _SHAPES})
+                history.append(sess.run(fetch))
+    return history
+
+
+def _run_keras(init, grads, optimizer):
+    """Applies `grads` with `optimizer` inside a tf.function; returns variables and history."""
+    params = {k: _keras_variable(k, v) for k, v in init.items()}
+    keys = list(_SHAPES)
+    var_list = [params[k] for k in keys]
+    optimizer.build(var_list)
+
+    @tf.function
+    def apply(step_grads):
+        optimizer.apply(step_grads, var_list)
+
+    history = []
+    for step_grads in grads:
+        apply([tf.constant(step_grads[k]) for k in keys])
+        state = {k: params[k].numpy() for k in keys}
+        for k in keys:
+            index = optimizer._get_variable_index(params[k])
+            state[k + "/adam_m"] = optimizer._adam_m[index].numpy()
+            state[k + "/adam_v"] = optimizer._adam_v[index].numpy()
+        history.append(state)
+    return params, history
+
+
+def test_adamw_matches_original_training_op():
+    init_lr, num_train_steps, num_warmup_steps = 0.05, 20, 5
+    init, grads = _random_problem(num_train_steps)
+    global_norms = [np.sqrt(sum(np.sum(g**2) for g in step.values())) for step in grads]
+    assert min(global_norms) < 1.0 < max(global_norms), "clipping must trigger on some steps only"
+
+    expected = _run_original(init, grads, init_lr, num_train_steps, num_warmup_steps)
+    assert expected[-1]["global_step"] == num_train_steps
+    optimizer = optimization.create_optimizer(init_lr, num_train_steps, num_warmup_steps)
+    params, actual = _run_keras(init, grads, optimizer)
+
+    assert int(optimizer.iterations.numpy()) == num_train_steps
+    for step, (want, got) in enumerate(zip(expected, actual, strict=True)):
+        for name, value in got.items():
+            np.testing.assert_allclose(value, want[name], rtol=0, atol=1e-6, err_msg=f"{step=}")
+    for name in _SHAPES:
+        assert np.abs(params[name].numpy() - init[name]).max() > 0.1, name
+        assert optimizer.uses_weight_decay(params[name]) == (name in _DECAYED), name
+
+
+def test_weight_decay_touches_exactly_the_non_excluded_variables():
+    """Without decay, excluded variables still follow the original; decayed ones drift."""
+    init, grads = _random_problem(10, seed=1)
+    expected = _run_original(init, grads, 0.05, 10, 2)[-1]
+    optimizer = optimization.create_optimizer(0.05, 10, 2, weight_decay_rate=0.0)
+    params, _ = _run_keras(init, grads, optimizer)
+    for name in _SHAPES:
+        diff = np.abs(params[name].numpy() - expected[name]).max()
+        if name in _DECAYED:
+            assert diff > 1e-4, name
+        else:
+            assert diff <= 1e-6, name
+
+
+def test_exclusion_rule_matches_original():
+    names = [
+        "bert/embeddings/word_embeddings",
+        "bert/embeddings/LayerNorm/beta",
+        "bert/encoder/layer_0/attention/output/LayerNorm/gamma",
+        "bert/encoder/layer_0/attention/self/query/kernel",
+        "bert/encoder/layer_11/output/dense/bias",
+        "bert/pooler/dense/kernel",
+        "cls/predictions/output_bias",
+        "cls/seq_relationship/output_weights",
+        "output_weights",
+        "output_bias",
+        "encoder/layer_norm/scale",
+    ]
+    exclusions = ["LayerNorm", "layer_norm", "bias"]
+    oracle = original.AdamWeightDecayOptimizer(0.1, 0.01, exclude_from_weight_decay=exclusions)
+    ours = optimization.AdamWeightDecay(
+        0.1, 0.01, exclude_from_weight_decay=exclusions, name_fn=lambda name: name
+    )
+    got = [ours.uses_weight_decay(n) for n in names]
+    assert got == [oracle._do_use_weight_decay(n) for n in names]
+    assert sum(got) == 5
+    no_decay = optimization.AdamWeightDecay(0.1, exclude_from_weight_decay=exclusions)
+    assert not no_decay.uses_weight_decay(keras.Variable([1.0], name="kernel"))
+
+
+def test_original_adam_case():
+    """optimization_test.py's test_adam: plain AdamWeightDecay converges on a quadratic."""
+    w = keras.Variable([0.1, -0.2, -0.1], name="w")
+    x = tf.constant([0.4, 0.2, -0.5])
+    optimizer = optimization.AdamWeightDecay(learning_rate=0.2)
+    for _ in range(100):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(x - w))
+        optimizer.apply_gradients([(tape.gradient(loss, w), w)])
+    np.testing.assert_allclose(w.numpy(), x.numpy(), rtol=1e-2, atol=1e-2)
+
+
+def _original_learning_rates(monkeypatch, init_lr, num_train_steps, num_warmup_steps, steps):
+    """The rate tensor that bert.optimization.create_optimizer hands to its optimizer."""
+    captured = {}
+    apply_gradients = original.AdamWeightDecayOptimizer.apply_gradients
+
+    def recording_apply_gradients(self, *args, **kwargs):
+        captured["lr"] = self.learning_rate
+        return apply_gradients(self, *args, **kwargs)
+
+    monkeypatch.setattr(
+        original.AdamWeightDecayOptimizer, "apply_gradients", recording_apply_gradients
+    )
+    graph = tf.Graph()
+    with graph.as_default():
+        w = tf.compat.v1.get_variable("w", initializer=[1.0])
+        original.create_optimizer(
+            tf.reduce_sum(w), init_lr, num_train_steps, num_warmup_steps, False
+        )
+        global_step = tf.compat.v1.train.get_global_step()
+        with tf.compat.v1.Session(graph=graph) as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            values = []
+            for step in steps:
+                global_step.load(step, sess)
+                values.append(sess.run(captured["lr"]))
+    return np.array(values, dtype=np.float32)
+
+
+@pytest.mark.parametrize(
+    "init_lr, num_train_steps, num_warmup_steps",
+    [(0.05, 20, 5), (5e-5, 1000, 100), (1e-4, 997, 331), (3e-5, 37, 0), (1e-4, 7, 3)],
+)
+def test_schedule_matches_original(monkeypatch, init_lr, num_train_steps, num_warmup_steps):
+    n, w = num_train_steps, num_warmup_steps
+    steps = list(range(n + 6))
+    want = _original_learning_rates(monkeypatch, init_lr, n, w, steps)
+    schedule = optimization.WarmupLinearDecay(init_lr, n, w)
+    all_steps = tf.constant(steps, tf.int64)
+    np.testing.assert_array_equal(schedule(all_steps).numpy(), want, err_msg="eager")
+    np.testing.assert_array_equal(tf.function(schedule)(all_steps).numpy(), want, "tf.function")
+    for step in {0, 1, max(w - 1, 0), w, n - 1, n, n + 5}:
+        assert schedule(tf.constant(step, tf.int64)).numpy() == want[step], step
+    # XLA may fuse a multiply-add and change the last bit, but never the sign or the zeros.
+    xla = tf.function(schedule, jit_compile=True)(all_steps).numpy()
+    np.testing.assert_allclose(xla, want, rtol=0, atol=1e-7 * init_lr)
+    assert (xla >= 0).all() and (xla[n:] == 0).all()
+
+    assert want[0] == (0.0 if w else np.float32(init_lr))
+    assert want[n] == 0.0 and want[n + 5] == 0.0
+    if w:
+        np.testing.assert_allclose(want[w - 1], init_lr * (w - 1) / w, rtol=1e-6)
+        # The original's jump at the end of warmup is kept.
+        np.testing.assert_allclose(want[w], init_lr * (1 - w / n), rtol=1e-6)
+
+
+def _numpy_lamb(init, grads, lr, wd, excluded, beta_1=0.9, beta_2=0.999, eps=1e-6):
+    params = {k: v.astype(np.float64) for k, v in init.items()}
+    m = {k: np.zeros_like(v) for k, v in params.items()}
+    v = {k: np.zeros_like(p) for k, p in params.items()}
+    ratios = []
+    for t, step_grads in enumerate(grads, start=1):
+        for k, g in step_grads.items():
+            m[k] = beta_1 * m[k] + (1 - beta_1) * g
+            v[k] = beta_2 * v[k] + (1 - beta_2) * g * g
+            m_hat = m[k] / (1 - beta_1**t)
+            v_hat = v[k] / (1 - beta_2**t)
+            update = m_hat / (np.sqrt(v_hat) + eps)
+            ratio = 1.0
+            if k not in excluded:
+                update = update + wd * params[k]
+                p_norm, u_norm = np.linalg.norm(params[k]), np.linalg.norm(update)
+                ratio = p_norm / u_norm if p_norm > 0 and u_norm > 0 else 1.0
+                ratios.append((k, ratio))
+            params[k] = params[k] - lr * ratio * update
+    return params, ratios
+
+
+@pytest.mark.parametrize("wd", [0.1, 0.0])
+def test_lamb_matches_numpy_reference(wd):
+    rng = np.random.RandomState(2)
+    init = {
+        "dense/kernel": rng.normal(size=(5, 4)).astype(np.float32),
+        "dense/bias": rng.normal(size=(4,)).astype(np.float32),
+        "LayerNorm/gamma": rng.normal(size=(4,)).astype(np.float32),
+        "zero/kernel": np.zeros((3,), np.float32),
+    }
+    grads = [
+        {k: rng.normal(size=v.shape).astype(np.float32) for k, v in init.items()} for _ in range(6)
+    ]
+    lr = 0.01
+    want, ratios = _numpy_lamb(init, grads, lr, wd, excluded={"dense/bias", "LayerNorm/gamma"})
+    assert any(abs(r - 1.0) > 0.5 for k, r in ratios if k == "dense/kernel")
+    assert any(r == 1.0 for k, r in ratios if k == "zero/kernel")
+
+    params = {k: _keras_variable(k, v) for k, v in init.items()}
+    optimizer = optimization.Lamb(
+        lr, weight_decay_rate=wd, exclude_from_weight_decay=["LayerNorm", "bias"]
+    )
+    for step_grads in grads:
+        optimizer.apply_gradients([(tf.constant(step_grads[k]), params[k]) for k in init])
+    for k in init:
+        np.testing.assert_allclose(params[k].numpy(), want[k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_lamb_excluded_variable_is_plain_adam():
+    """With one step, bias-corrected Adam moves every excluded entry by lr * g/(|g|+eps)."""
+    g = np.array([0.3, -2.0, 1e-3], np.float32)
+    bias = _keras_variable("dense/bias", np.array([1.0, 2.0, 3.0], np.float32))
+    optimizer = optimization.create_optimizer(0.1, 10, 0, optimizer_type="lamb", clip_norm=None)
+    assert isinstance(optimizer, optimization.Lamb)
+    optimizer.apply_gradients([(tf.constant(g), bias)])
+    expected = np.array([1.0, 2.0, 3.0]) - 0.1 * g / (np.abs(g) + 1e-6)
+    np.testing.assert_allclose(bias.numpy(), expected, rtol=1e-6)
+
+
+def test_mirrored_strategy_matches_single_device():
+    init, grads = _random_problem(4, seed=3)
+    _, single = _run_keras(init, grads, optimization.create_optimizer(0.05, 4, 1))
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    keys = list(_SHAPES)
+    with strategy.scope():
+        params = [_keras_variable(k, init[k]) for k in keys]
+        optimizer = optimization.create_optimizer(0.05, 4, 1)
+        optimizer.build(params)
+
+    def replica_step(step_grads):
+        # As in training, the gradients are computed on the replica: d(sum(p * g))/dp = g.
+        with tf.GradientTape() as tape:
+            loss = tf.add_n([tf.reduce_sum(p * g) for p, g in zip(params, step_grads, strict=True)])
+        optimizer.apply(tape.gradient(loss, params), params)
+
+    @tf.function
+    def train_step(step_grads):
+        strategy.run(replica_step, args=(step_grads,))
+
+    for step_grads in grads:
+        train_step([tf.constant(step_grads[k]) for k in keys])
+    for k, p in zip(keys, params, strict=True):
+        np.testing.assert_allclose(p.numpy(), single[-1][k], rtol=0, atol=1e-6, err_msg=k)
+
+
+@pytest.mark.parametrize("optimizer_type", ["adamw", "lamb"])
+def test_model_fit_with_xla(optimizer_type):
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(3, name="dense"), keras.layers.LayerNormalization()]
+    )
+    optimizer = optimization.create_optimizer(0.01, 8, 2, optimizer_type=optimizer_type)
+    model.compile(optimizer=optimizer, loss="mse", jit_compile=True)
+    before = [v.numpy() for v in model.trainable_variables]
+    rng = np.random.RandomState(4)
+    model.fit(rng.rand(32, 4), rng.rand(32, 3), epochs=2, batch_size=8, verbose=0)
+    assert int(optimizer.iterations.numpy()) == 8
+    decayed = [optimizer.uses_weight_decay(v) for v in model.trainable_variables]
+    assert decayed == [True, False, False, False]  # kernel, bias, gamma, beta
+    for old, new in zip(before, model.trainable_variables, strict=True):
+        assert np.isfinite(new.numpy()).all() and not np.array_equal(old, new.numpy())
+
+
+def test_serialization_round_trip():
+    optimizer = optimization.create_optimizer(2e-5, 100, 10, weight_decay_rate=0.02)
+    restored = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
+    assert type(restored) is optimization.AdamWeightDecay
+    assert restored.get_config() == optimizer.get_config()
+    schedule = restored._learning_rate
+    assert isinstance(schedule, optimization.WarmupLinearDecay)
+    assert float(schedule(5)) == float(optimizer._learning_rate(5))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(optimizer_type="sgd"), r"unknown optimizer_type 'sgd'.*\['adamw', 'lamb'\]"),
+        (dict(num_train_steps=0), "num_train_steps must be >= 1, got 0"),
+        (dict(num_train_steps=-5), "num_train_steps must be >= 1"),
+        (dict(num_train_steps=10.0), "num_train_steps must be an integer"),
+        (dict(num_warmup_steps=-1), "num_warmup_steps must be >= 0"),
+        (dict(init_lr=-1e-3), "init_lr must be a finite number >= 0"),
+        (dict(init_lr=float("nan")), "init_lr must be a finite number"),
+        (dict(weight_decay_rate=-0.1), "weight_decay_rate must be"),
+        (dict(clip_norm=0.0), "clip_norm must be a finite number > 0"),
+    ],
+)
+def test_create_optimizer_rejects_bad_input(kwargs, message):
+    args = dict(init_lr=1e-4, num_train_steps=100, num_warmup_steps=10) | kwargs
+    with pytest.raises(ValueError, match=message):
+        optimization.create_optimizer(**args)
+
+
+def test_conflicting_keras_arguments_are_rejected():
+    with pytest.raises(ValueError, match="weight_decay_rate"):
+        optimization.AdamWeightDecay(0.1, weight_decay=0.01)
+    with pytest.raises(ValueError, match="global_clipnorm"):
+        optimization.Lamb(0.1, clip_norm=1.0, global_clipnorm=1.0)
+    with pytest.raises(ValueError, match="constructor"):
+        optimization.AdamWeightDecay(0.1).exclude_from_weight_decay(var_names=["bias"])
