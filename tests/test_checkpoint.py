@@ -257,3 +257,16 @@ def test_convert_rejects_mismatched_config_without_writing(original_gelu, tmp_pa
     assert result.returncode != 0
     assert "bert/embeddings/word_embeddings: checkpoint [99, 32] vs model [99, 48]" in result.stderr
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_load_logs_the_original_listing(original_gelu, caplog):
+    config = BertConfig.from_json_file(original_gelu["config"])
+    model, head = BertModel(config), ClassifierHead(2, config)
+    with caplog.at_level("INFO"):
+        checkpoint.load_tf1_checkpoint(
+            original_gelu["ckpt"], strict=False, bert_model=model, classifier=head
+        )
+    text = caplog.text
+    assert "**** Trainable Variables ****" in text
+    assert "name = bert/pooler/dense/kernel, shape = (32, 32), *INIT_FROM_CKPT*" in text
+    assert "name = output_weights, shape = (2, 32)\n" in text + "\n"
