@@ -175,6 +175,21 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
         # tf.Variable (which has no `path`) when running under tf.distribute.
         self._excluded_flags = tuple(self.is_excluded(v) for v in var_list)
 
+    def slot_variables(self, variable):
+        """The slots of `variable`, keyed by the suffix of their original checkpoint names
+        (`X/adam_m`, `X/adam_v`)."""
+        index = self._get_variable_index(variable)
+        return {"adam_m": self._adam_m[index], "adam_v": self._adam_v[index]}
+
+    # A training loop that all-reduces (and clips) the global gradient itself sets this to
+    # False, so that apply_gradients does not sum the replicas' copies a second time.
+    aggregate_gradients = True
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        if not self.aggregate_gradients:
+            return list(grads_and_vars)
+        return super()._all_reduce_sum_gradients(grads_and_vars)
+
     def _clip_gradients(self, grads):
         if self.clip_norm is None:
             return super()._clip_gradients(grads)

@@ -1,0 +1,86 @@
+"""tf.distribute strategies from plain arguments."""
+
+import json
+import os
+
+import tensorflow as tf
+from absl import logging
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def _ensure_logical_cpus(count):
+    """Splits the host CPU into `count` logical devices (before TF initialises them)."""
+    cpus = tf.config.list_physical_devices("CPU")
+    try:
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration()] * count
+        )
+    except RuntimeError:
+        # Devices are already initialised: keep what exists.
+        pass
+    return [d.name for d in tf.config.list_logical_devices("CPU")][:count]
+
+
+def create_strategy(name="one_device", num_gpus=None, num_cpu_devices=None, tpu_address=None):
+    """Builds the distribution strategy.
+
+    Args:
+        name: one of `STRATEGIES`.
+            * `one_device`: the first GPU if there is one, else the CPU.
+            * `mirrored`: all local GPUs (or the first `num_gpus`); without GPUs,
+              `num_cpu_devices` logical CPU devices (for tests of the distributed path).
+            * `multi_worker_mirrored`: the cluster in the `TF_CONFIG` environment variable.
+            * `tpu`: the TPU at `tpu_address` (name or grpc://host:port; "" = local).
+        num_gpus: limit for `mirrored`.
+        num_cpu_devices: logical CPU devices for `mirrored` when no GPU exists.
+        tpu_address: for `tpu`.
+
+    Returns:
+        A `tf.distribute.Strategy`.
+
+    Raises:
+        ValueError: for an unknown name or a missing TF_CONFIG.
+    """
+    if name not in STRATEGIES:
+        raise ValueError(f"Unknown distribution strategy {name!r}; use one of {list(STRATEGIES)}.")
+    gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
+    if name == "one_device":
+        device = gpus[0] if gpus else "/cpu:0"
+        strategy = tf.distribute.OneDeviceStrategy(device)
+    elif name == "mirrored":
+        if gpus:
+            devices = gpus[:num_gpus] if num_gpus else gpus
+        else:
+            devices = _ensure_logical_cpus(num_cpu_devices or 1)
+        strategy = tf.distribute.MirroredStrategy(
+            devices, cross_device_ops=None if gpus else tf.distribute.ReductionToOneDevice()
+        )
+    elif name == "multi_worker_mirrored":
+        if "TF_CONFIG" not in os.environ:
+            raise ValueError(
+                "multi_worker_mirrored needs the TF_CONFIG environment variable describing the "
+                'cluster, e.g. {"cluster": {"worker": ["host1:2222", "host2:2222"]}, '
+                '"task": {"type": "worker", "index": 0}}.'
+            )
+        json.loads(os.environ["TF_CONFIG"])
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    else:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or "")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        strategy = tf.distribute.TPUStrategy(resolver)
+    logging.info("Strategy %s with %d replica(s)", name, strategy.num_replicas_in_sync)
+    return strategy
+
+
+def is_chief(strategy):
+    """True on the worker that writes checkpoints and summaries."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.cluster_spec().as_dict():
+        return True
+    return resolver.task_type in (None, "chief") or (
+        resolver.task_type == "worker"
+        and resolver.task_id == 0
+        and "chief" not in resolver.cluster_spec().as_dict()
+    )

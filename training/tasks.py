@@ -1,0 +1,91 @@
+"""Tasks: a model plus its loss and metrics, in the form the shared loop consumes.
+
+A task's loss is a sum of terms `sum(numerator_t) / (sum(weight_t) + epsilon_t)` where the
+weights depend only on the input features (the masked-LM weights, the batch size). The loop
+sums the weights over all replicas and accumulation micro-batches before it differentiates, so
+a distributed or accumulated step computes exactly the loss of the whole global batch.
+"""
+
+import tensorflow as tf
+
+from modeling import checkpoint
+from modeling.pretrainer import BertPretrainer
+
+
+class PretrainingTask:
+    """Masked LM + next-sentence prediction, as run_pretraining.py.
+
+    Args:
+        config: a `BertConfig`.
+    """
+
+    name = "pretraining"
+    # The masked-LM loss divides by sum(weights) + 1e-5; the NSP loss is a plain mean.
+    loss_epsilons = (1e-5, 0.0)
+    metric_names = (
+        "masked_lm_accuracy",
+        "masked_lm_loss",
+        "next_sentence_accuracy",
+        "next_sentence_loss",
+    )
+
+    def __init__(self, config):
+        self.config = config
+        self.model = None
+
+    def build_model(self):
+        """Creates the Keras model (call inside the strategy scope)."""
+        self.model = BertPretrainer(self.config)
+        return self.model
+
+    def variable_map(self):
+        """Original checkpoint name -> variable, encoder and heads."""
+        return checkpoint.build_variable_map(
+            bert_model=self.model.bert, pretraining_heads=self.model.cls
+        )
+
+    def loss_weights(self, features):
+        """Per-term weights of the batch (no model call): [sum(masked_lm_weights), batch]."""
+        weights = tf.cast(features["masked_lm_weights"], tf.float32)
+        batch = tf.cast(tf.shape(features["input_ids"])[0], tf.float32)
+        return [tf.reduce_sum(weights), batch]
+
+    def forward(self, features, training):
+        """Runs the model; returns per-prediction and per-example losses and logits."""
+        out = self.model(features, training=training)
+        mlm_logits = out["masked_lm_logits"]
+        mlm_ids = tf.reshape(features["masked_lm_ids"], [-1])
+        mlm_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(mlm_ids, mlm_logits)
+        nsp_labels = tf.reshape(features["next_sentence_labels"], [-1])
+        nsp_logits = out["next_sentence_logits"]
+        nsp_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(nsp_labels, nsp_logits)
+        return {
+            "mlm_loss": mlm_loss,
+            "mlm_logits": mlm_logits,
+            "mlm_ids": mlm_ids,
+            "mlm_weights": tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1]),
+            "nsp_loss": nsp_loss,
+            "nsp_logits": nsp_logits,
+            "nsp_labels": nsp_labels,
+        }
+
+    def loss_numerators(self, aux):
+        """[sum(w * mlm_loss), sum(nsp_loss)] of a (micro-)batch."""
+        return [tf.reduce_sum(aux["mlm_weights"] * aux["mlm_loss"]), tf.reduce_sum(aux["nsp_loss"])]
+
+    def metric_sums(self, aux):
+        """name -> (weighted sum, weight) for this batch; eval metrics are ratios of totals."""
+        w = aux["mlm_weights"]
+        mlm_correct = tf.cast(
+            tf.equal(tf.argmax(aux["mlm_logits"], -1, tf.int32), aux["mlm_ids"]), tf.float32
+        )
+        nsp_correct = tf.cast(
+            tf.equal(tf.argmax(aux["nsp_logits"], -1, tf.int32), aux["nsp_labels"]), tf.float32
+        )
+        count = tf.cast(tf.size(aux["nsp_loss"]), tf.float32)
+        return {
+            "masked_lm_accuracy": (tf.reduce_sum(w * mlm_correct), tf.reduce_sum(w)),
+            "masked_lm_loss": (tf.reduce_sum(w * aux["mlm_loss"]), tf.reduce_sum(w)),
+            "next_sentence_accuracy": (tf.reduce_sum(nsp_correct), count),
+            "next_sentence_loss": (tf.reduce_sum(aux["nsp_loss"]), count),
+        }
