@@ -14,7 +14,6 @@ Running the same command again after an interruption resumes from the last check
 --num_accumulation_steps (see training/flags.py).
 """
 
-import os
 
 import keras
 import tensorflow as tf
@@ -23,7 +22,7 @@ from absl import app, flags, logging
 from data import input_pipeline
 from modeling.config import BertConfig
 from training import flags as training_flags
-from training.loop import Trainer, TrainConfig
+from training.loop import TrainConfig, Trainer
 from training.strategy import create_strategy
 from training.summaries import write_eval_results
 from training.tasks import PretrainingTask

@@ -8,7 +8,6 @@ norm 1.0 as one vector and applied once: the same update as one large batch on o
 
 import dataclasses
 import signal
-import time
 
 import keras
 import numpy as np
@@ -164,7 +163,7 @@ class Trainer:
         grads = [g / self.loss_scale for g in grads]
         grads, _ = tf.clip_by_global_norm(grads, cfg.clip_norm)
         if cfg.precision != "mixed_float16":
-            self.optimizer.apply_gradients(zip(grads, tvars))
+            self.optimizer.apply_gradients(zip(grads, tvars, strict=True))
             return loss
         return self._apply_with_loss_scale(loss, grads, tvars)
 
@@ -185,7 +184,7 @@ class Trainer:
         finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
 
         def apply():
-            self.optimizer.apply_gradients(zip(grads, tvars))
+            self.optimizer.apply_gradients(zip(grads, tvars, strict=True))
             return tf.constant(True)
 
         tf.cond(finite, apply, lambda: tf.constant(False))
