@@ -14,7 +14,6 @@ Running the same command again after an interruption resumes from the last check
 --num_accumulation_steps (see training/flags.py).
 """
 
-
 import keras
 import tensorflow as tf
 from absl import app, flags, logging
@@ -57,6 +56,13 @@ def main(_):
             f"Cannot use sequence length {FLAGS.max_seq_length} because the BERT model was only "
             f"trained up to sequence length {config.max_position_embeddings}."
         )
+    # First TensorFlow work of the process: logical devices can only be set up before any other.
+    strategy = create_strategy(
+        training_flags.strategy_name(FLAGS),
+        num_gpus=FLAGS.num_gpus,
+        num_cpu_devices=FLAGS.num_cpu_devices,
+        tpu_address=FLAGS.tpu_name,
+    )
     files = input_pipeline.expand_file_patterns(FLAGS.input_file)
     logging.info("*** Input Files ***")
     for path in files:
@@ -67,13 +73,9 @@ def main(_):
     input_pipeline.check_record_lengths(files[0], spec)
     tf.io.gfile.makedirs(FLAGS.output_dir)
     keras.utils.set_random_seed(FLAGS.seed)
+    if FLAGS.deterministic:
+        tf.config.experimental.enable_op_determinism()
 
-    strategy = create_strategy(
-        training_flags.strategy_name(FLAGS),
-        num_gpus=FLAGS.num_gpus,
-        num_cpu_devices=FLAGS.num_cpu_devices,
-        tpu_address=FLAGS.tpu_name,
-    )
     train_config = TrainConfig(
         output_dir=FLAGS.output_dir,
         num_train_steps=FLAGS.num_train_steps,

@@ -38,6 +38,9 @@ def define_training_flags():
     flags.DEFINE_integer("log_every_steps", 100, "Steps between progress lines.")
     flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept in output_dir.")
     flags.DEFINE_integer("seed", 12345, "Seed of the input shuffling and initialisation.")
+    flags.DEFINE_bool(
+        "deterministic", False, "Deterministic ops: a resumed run then equals an uninterrupted one."
+    )
 
 
 def strategy_name(flag_values):

@@ -68,7 +68,9 @@ def _check(config, num_replicas):
 
 def _seed_state(model):
     """Non-trainable RNG state of dropout layers, saved so a resumed run draws the same masks."""
-    return {v.path: v for v in model.non_trainable_variables if "seed_generator" in v.path}
+    # Keyed by position: Keras numbers seed generators process-wide, so paths are not stable.
+    seeds = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
+    return {f"dropout_seed_{i}": v for i, v in enumerate(seeds)}
 
 
 class Trainer:

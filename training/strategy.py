@@ -17,9 +17,15 @@ def _ensure_logical_cpus(count):
             cpus[0], [tf.config.LogicalDeviceConfiguration()] * count
         )
     except RuntimeError:
-        # Devices are already initialised: keep what exists.
+        # Devices were initialised earlier in this process; what exists is checked below.
         pass
-    return [d.name for d in tf.config.list_logical_devices("CPU")][:count]
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")][:count]
+    if len(devices) < count:
+        raise ValueError(
+            f"Could not create {count} logical CPU devices (TensorFlow's devices were already "
+            "initialised); create the strategy before any other TensorFlow work."
+        )
+    return devices
 
 
 def create_strategy(name="one_device", num_gpus=None, num_cpu_devices=None, tpu_address=None):
@@ -44,7 +50,11 @@ def create_strategy(name="one_device", num_gpus=None, num_cpu_devices=None, tpu_
     """
     if name not in STRATEGIES:
         raise ValueError(f"Unknown distribution strategy {name!r}; use one of {list(STRATEGIES)}.")
-    gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
+    # Physical devices first: listing logical ones would fix the CPU layout too early.
+    has_gpu = bool(tf.config.list_physical_devices("GPU"))
+    if name == "mirrored" and not has_gpu:
+        cpu_devices = _ensure_logical_cpus(num_cpu_devices or 1)
+    gpus = [d.name for d in tf.config.list_logical_devices("GPU")] if has_gpu else []
     if name == "one_device":
         device = gpus[0] if gpus else "/cpu:0"
         strategy = tf.distribute.OneDeviceStrategy(device)
@@ -52,7 +62,7 @@ def create_strategy(name="one_device", num_gpus=None, num_cpu_devices=None, tpu_
         if gpus:
             devices = gpus[:num_gpus] if num_gpus else gpus
         else:
-            devices = _ensure_logical_cpus(num_cpu_devices or 1)
+            devices = cpu_devices
         strategy = tf.distribute.MirroredStrategy(
             devices, cross_device_ops=None if gpus else tf.distribute.ReductionToOneDevice()
         )

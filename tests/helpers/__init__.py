@@ -1,0 +1,1 @@
+"""Helper programs and fixtures-builders for tests (not test modules themselves)."""

@@ -1,0 +1,75 @@
+"""Runs the shared Trainer on tiny pretraining data and saves losses and final weights.
+
+    python -m tests.helpers.train_tiny --data F --out_dir D --strategy mirrored \
+        --num_cpu_devices 2 --batch 8 --steps 10 --accumulation 1 --result R.npz
+"""
+
+import argparse
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--out_dir", required=True)
+    parser.add_argument("--result", required=True)
+    parser.add_argument("--strategy", default="one_device")
+    parser.add_argument("--num_cpu_devices", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--accumulation", type=int, default=1)
+    parser.add_argument("--save_every", type=int, default=1000)
+    parser.add_argument("--dropout", type=float, default=0.0)
+    parser.add_argument("--deterministic", action="store_true")
+    args = parser.parse_args()
+
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from data import input_pipeline
+    from modeling.config import BertConfig
+    from tests.helpers.pretraining_records import TINY_CONFIG
+    from training.loop import Trainer, TrainConfig
+    from training.strategy import create_strategy
+    from training.tasks import PretrainingTask
+
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    strategy = create_strategy(args.strategy, num_cpu_devices=args.num_cpu_devices)
+    keras.utils.set_random_seed(1)
+    config = BertConfig(
+        **TINY_CONFIG, hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout
+    )
+    train_config = TrainConfig(
+        output_dir=args.out_dir,
+        num_train_steps=args.steps,
+        num_warmup_steps=2,
+        learning_rate=1e-3,
+        train_batch_size=args.batch,
+        save_checkpoints_steps=args.save_every,
+        iterations_per_loop=1,
+        log_every_steps=1,
+        num_accumulation_steps=args.accumulation,
+    )
+    trainer = Trainer(PretrainingTask(config), strategy, train_config)
+    start = trainer.step
+    trainer.train(
+        lambda skip: input_pipeline.pretraining_dataset(
+            [args.data], 32, 5, args.batch, is_training=True, seed=7, skip_batches=skip
+        )
+    )
+    weights = {n: v.numpy() for n, v in trainer.task.variable_map().items()}
+    np.savez(
+        args.result,
+        start_step=start,
+        replicas=strategy.num_replicas_in_sync,
+        losses=np.array([loss for _, loss in trainer.loss_history]),
+        **{"w/" + n: v for n, v in weights.items()},
+    )
+
+
+if __name__ == "__main__":
+    main()
