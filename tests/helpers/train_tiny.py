@@ -32,7 +32,7 @@ def main():
     from data import input_pipeline
     from modeling.config import BertConfig
     from tests.helpers.pretraining_records import TINY_CONFIG
-    from training.loop import Trainer, TrainConfig
+    from training.loop import TrainConfig, Trainer
     from training.strategy import create_strategy
     from training.tasks import PretrainingTask
 
