@@ -406,3 +406,42 @@ def test_nan_loss_stops_with_the_step(data, tmp_path):
     assert result.returncode != 0
     assert "Loss is nan at step 1: training stopped" in result.stderr
     assert not tf.io.gfile.glob(str(tmp_path / "o" / "model.ckpt-*"))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--precision=mixed_bfloat16", "--use_xla", "--num_accumulation_steps=2"],
+        ["--precision=mixed_float16", "--optimizer=lamb"],
+    ],
+)
+def test_precision_xla_lamb_and_accumulation_train(data, tmp_path, extra):
+    out = tmp_path / "o"
+    result = subprocess.run(
+        _pretrain_cmd(
+            data,
+            out,
+            "--num_train_steps=60",
+            "--train_batch_size=16",
+            "--learning_rate=3e-3",
+            "--iterations_per_loop=20",
+            "--log_every_steps=20",
+            *extra,
+        ),
+        cwd=REPO,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    losses = [
+        float(line.split("loss=")[1].split()[0])
+        for line in result.stderr.splitlines()
+        if "/60 loss=" in line
+    ]
+    assert len(losses) == 3 and all(np.isfinite(losses)) and losses[-1] < losses[0]
+    saved = checkpoint.read_checkpoint(str(out / "model.ckpt-60"), include_optimizer=True)
+    assert saved["bert/pooler/dense/kernel"].dtype == np.float32
+    if "--precision=mixed_float16" in extra:
+        assert saved["_training_state/loss_scale"] > 0
