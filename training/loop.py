@@ -315,6 +315,34 @@ class Trainer:
         results["global_step"] = self.step
         return results
 
+    def predict(self, dataset, outputs_fn):
+        """Runs inference over a finite dataset and returns per-example outputs in order.
+
+        Args:
+            dataset: a finite `tf.data.Dataset` of feature dicts (the last batch may be short).
+            outputs_fn: `aux -> dict of [batch, ...] tensors`, from the task's `forward` output.
+
+        Returns:
+            dict name -> np.ndarray concatenated over all examples.
+        """
+
+        def replica_predict(features):
+            return outputs_fn(self.task.forward(features, training=False))
+
+        @tf.function
+        def predict_step(batch):
+            per_replica = self.strategy.run(replica_predict, args=(batch,))
+            return {
+                k: tf.concat(self.strategy.experimental_local_results(v), axis=0)
+                for k, v in per_replica.items()
+            }
+
+        collected = {}
+        for batch in self.strategy.experimental_distribute_dataset(dataset):
+            for name, value in predict_step(batch).items():
+                collected.setdefault(name, []).append(value.numpy())
+        return {name: np.concatenate(parts) for name, parts in collected.items()}
+
     def export_original(self, output_dir, config_json):
         """Writes `bert_model.ckpt` (original names, heads included) and `bert_config.json`."""
         if not is_chief(self.strategy):

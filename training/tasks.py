@@ -9,6 +9,7 @@ a distributed or accumulated step computes exactly the loss of the whole global 
 import tensorflow as tf
 
 from modeling import checkpoint
+from modeling.classifier_model import BertClassifier
 from modeling.pretrainer import BertPretrainer
 
 
@@ -89,3 +90,79 @@ class PretrainingTask:
             "next_sentence_accuracy": (tf.reduce_sum(nsp_correct), count),
             "next_sentence_loss": (tf.reduce_sum(aux["nsp_loss"]), count),
         }
+
+
+class ClassifierTask:
+    """Sentence (pair) classification, or regression with one output, as run_classifier.py.
+
+    Classification: softmax cross-entropy, mean over the batch. Regression (STS-B): mean squared
+    error of the single output. Padding examples (`is_real_example == 0`) count for nothing.
+
+    Args:
+        config: a `BertConfig`.
+        num_labels: number of classes (ignored for regression).
+        is_regression: one float output and a squared-error loss.
+    """
+
+    name = "classifier"
+    loss_epsilons = (0.0,)
+    metric_names = ("eval_accuracy", "eval_loss")
+
+    def __init__(self, config, num_labels, is_regression=False):
+        self.config = config
+        self.is_regression = is_regression
+        self.num_labels = 1 if is_regression else num_labels
+        self.model = None
+
+    def build_model(self):
+        self.model = BertClassifier(self.config, self.num_labels)
+        return self.model
+
+    def variable_map(self):
+        return checkpoint.build_variable_map(
+            bert_model=self.model.bert, classifier=self.model.classifier
+        )
+
+    def _real(self, features):
+        real = features.get("is_real_example")
+        if real is None:
+            return tf.ones([tf.shape(features["input_ids"])[0]], tf.float32)
+        return tf.reshape(tf.cast(real, tf.float32), [-1])
+
+    def loss_weights(self, features):
+        return [tf.reduce_sum(self._real(features))]
+
+    def forward(self, features, training):
+        logits = self.model(features, training=training)
+        labels = tf.reshape(features["label_ids"], [-1])
+        if self.is_regression:
+            predictions = logits[:, 0]
+            per_example = tf.square(predictions - tf.cast(labels, tf.float32))
+        else:
+            predictions = tf.nn.softmax(logits, axis=-1)
+            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
+                tf.cast(labels, tf.int32), logits
+            )
+        return {"logits": logits, "predictions": predictions, "per_example_loss": per_example,
+                "labels": labels, "real": self._real(features)}
+
+    def loss_numerators(self, aux):
+        return [tf.reduce_sum(aux["per_example_loss"] * aux["real"])]
+
+    def metric_sums(self, aux):
+        real = aux["real"]
+        if self.is_regression:
+            correct = tf.zeros_like(real)
+        else:
+            correct = tf.cast(
+                tf.equal(tf.argmax(aux["logits"], -1, tf.int32), tf.cast(aux["labels"], tf.int32)),
+                tf.float32,
+            )
+        return {
+            "eval_accuracy": (tf.reduce_sum(correct * real), tf.reduce_sum(real)),
+            "eval_loss": (tf.reduce_sum(aux["per_example_loss"] * real), tf.reduce_sum(real)),
+        }
+
+    def prediction_outputs(self, aux):
+        """Per-example outputs kept by `Trainer.predict`."""
+        return {"predictions": aux["predictions"], "real": aux["real"]}
