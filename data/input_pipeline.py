@@ -117,3 +117,49 @@ def pretraining_dataset(
     ds = ds.map(_decoder(spec), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     ds = ds.batch(batch_size, drop_remainder=True)
     return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def classifier_dataset(
+    path,
+    max_seq_length,
+    is_regression,
+    batch_size,
+    is_training,
+    seed=None,
+    drop_remainder=None,
+    skip_batches=0,
+):
+    """The original run_classifier input pipeline over a file of `write_classifier_tfrecord`.
+
+    Training: records repeated, shuffled in a buffer of 100 (the file itself is in the
+    processor's order, as the original writes it) and batched with drop_remainder. Evaluation and
+    prediction: the records once, in order, the last batch kept even if short.
+
+    Args:
+        path: a TFRecord file (or a list of them).
+        max_seq_length: length of input_ids, input_mask and segment_ids.
+        is_regression: `label_ids` is float32 (STS-B) rather than an integer class id.
+        batch_size: global batch size.
+        is_training: training or evaluation order.
+        seed: shuffle seed (training); the same seed gives the same batches.
+        drop_remainder: drop a last short batch; None for the original's choice (training only).
+        skip_batches: training batches to skip (resume at the position of a checkpoint).
+
+    Returns:
+        A `tf.data.Dataset` of dicts: `input_ids`, `input_mask`, `segment_ids` int32
+        `[batch, max_seq_length]`, `label_ids` int32 (float32 for regression) `[batch]`,
+        `is_real_example` int32 `[batch]`.
+    """
+    from data.classifier_data import classifier_feature_spec
+
+    spec = classifier_feature_spec(max_seq_length, is_regression)
+    if drop_remainder is None:
+        drop_remainder = is_training
+    ds = tf.data.TFRecordDataset(path)
+    if is_training:
+        ds = ds.repeat().shuffle(100, seed=seed)
+        if skip_batches:
+            ds = ds.skip(skip_batches * batch_size)
+    ds = ds.map(_decoder(spec), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    return ds.prefetch(tf.data.AUTOTUNE)
