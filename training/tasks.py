@@ -143,8 +143,13 @@ class ClassifierTask:
             per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
                 tf.cast(labels, tf.int32), logits
             )
-        return {"logits": logits, "predictions": predictions, "per_example_loss": per_example,
-                "labels": labels, "real": self._real(features)}
+        return {
+            "logits": logits,
+            "predictions": predictions,
+            "per_example_loss": per_example,
+            "labels": labels,
+            "real": self._real(features),
+        }
 
     def loss_numerators(self, aux):
         return [tf.reduce_sum(aux["per_example_loss"] * aux["real"])]
