@@ -59,8 +59,9 @@ def main(_):
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
     if FLAGS.max_seq_length > bert_config.max_position_embeddings:
         raise ValueError(
-            "Cannot use sequence length %d because the BERT model was only trained up to "
-            "sequence length %d" % (FLAGS.max_seq_length, bert_config.max_position_embeddings)
+            f"Cannot use sequence length {FLAGS.max_seq_length} because the BERT model was only "
+            f"trained up to sequence length {bert_config.max_position_embeddings}"
+        )
         )
     # Before any other TensorFlow work: logical devices can only be configured first.
     strategy = create_strategy(

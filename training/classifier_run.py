@@ -8,7 +8,7 @@ from absl import logging
 
 from data import classifier_data, glue_submission, input_pipeline
 from training import metrics
-from training.loop import Trainer, TrainConfig
+from training.loop import TrainConfig, Trainer
 from training.summaries import write_eval_results
 from training.tasks import ClassifierTask
 
