@@ -62,7 +62,6 @@ def main(_):
             f"Cannot use sequence length {FLAGS.max_seq_length} because the BERT model was only "
             f"trained up to sequence length {bert_config.max_position_embeddings}"
         )
-        )
     # Before any other TensorFlow work: logical devices can only be configured first.
     strategy = create_strategy(
         training_flags.strategy_name(FLAGS),
