@@ -62,11 +62,7 @@ def parse_layer_indexes(text, num_layers):
 def main(_):
     logging.set_verbosity(logging.INFO)
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    if FLAGS.max_seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"Cannot use sequence length {FLAGS.max_seq_length} because the BERT model was only "
-            f"trained up to sequence length {config.max_position_embeddings}."
-        )
+    config.check_max_seq_length(FLAGS.max_seq_length)
     if FLAGS.batch_size < 1:
         raise ValueError(f"--batch_size must be at least 1, got {FLAGS.batch_size}.")
     layer_indexes = parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)

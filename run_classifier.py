@@ -13,7 +13,6 @@ With --do_predict it writes test_results.tsv (the original's format) and the GLU
 file(s) of the task (e.g. MRPC.tsv); `python -m data.glue_submission` zips a full set.
 """
 
-import keras
 import tensorflow as tf
 from absl import app, flags, logging
 
@@ -21,8 +20,6 @@ from data import classifier_data, tokenization
 from modeling.config import BertConfig
 from training import flags as training_flags
 from training.classifier_run import ClassifierRun, run_classifier
-from training.loop import TrainConfig
-from training.strategy import create_strategy
 
 FLAGS = flags.FLAGS
 
@@ -57,27 +54,15 @@ def main(_):
     if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
         raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
-    if FLAGS.max_seq_length > bert_config.max_position_embeddings:
-        raise ValueError(
-            f"Cannot use sequence length {FLAGS.max_seq_length} because the BERT model was only "
-            f"trained up to sequence length {bert_config.max_position_embeddings}"
-        )
-    # Before any other TensorFlow work: logical devices can only be configured first.
-    strategy = create_strategy(
-        training_flags.strategy_name(FLAGS),
-        num_gpus=FLAGS.num_gpus,
-        num_cpu_devices=FLAGS.num_cpu_devices,
-        tpu_address=FLAGS.tpu_name,
-    )
+    bert_config.check_max_seq_length(FLAGS.max_seq_length)
+    strategy = training_flags.strategy_from_flags(FLAGS)
     tf.io.gfile.makedirs(FLAGS.output_dir)
     is_xnli = classifier_data.canonical_task_name(FLAGS.task_name) == "xnli"
     processor = classifier_data.get_processor(
         FLAGS.task_name, **({"language": FLAGS.xnli_language} if is_xnli else {})
     )
     tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-    keras.utils.set_random_seed(FLAGS.seed)
-    if FLAGS.deterministic:
-        tf.config.experimental.enable_op_determinism()
+    training_flags.seed_from_flags(FLAGS)
 
     run = ClassifierRun(
         task_name=classifier_data.canonical_task_name(FLAGS.task_name),
@@ -94,20 +79,7 @@ def main(_):
         warmup_proportion=FLAGS.warmup_proportion,
         seed=FLAGS.seed,
     )
-    train_config = TrainConfig(
-        output_dir=FLAGS.output_dir,
-        learning_rate=FLAGS.learning_rate,
-        train_batch_size=FLAGS.train_batch_size,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        iterations_per_loop=FLAGS.iterations_per_loop,
-        log_every_steps=FLAGS.log_every_steps,
-        num_accumulation_steps=FLAGS.num_accumulation_steps,
-        optimizer=FLAGS.optimizer,
-        precision=FLAGS.precision,
-        jit_compile=FLAGS.use_xla,
-        init_checkpoint=FLAGS.init_checkpoint,
-        keep_checkpoint_max=FLAGS.keep_checkpoint_max,
-    )
+    train_config = training_flags.train_config_from_flags(FLAGS)
     run_classifier(run, bert_config, processor, tokenizer, strategy, train_config)
 
 

@@ -14,15 +14,13 @@ Running the same command again after an interruption resumes from the last check
 --num_accumulation_steps (see training/flags.py).
 """
 
-import keras
 import tensorflow as tf
 from absl import app, flags, logging
 
 from data import input_pipeline
 from modeling.config import BertConfig
 from training import flags as training_flags
-from training.loop import TrainConfig, Trainer
-from training.strategy import create_strategy
+from training.loop import Trainer
 from training.summaries import write_eval_results
 from training.tasks import PretrainingTask
 
@@ -51,18 +49,8 @@ def main(_):
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise ValueError("At least one of `do_train` or `do_eval` must be True.")
     config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
-    if FLAGS.max_seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"Cannot use sequence length {FLAGS.max_seq_length} because the BERT model was only "
-            f"trained up to sequence length {config.max_position_embeddings}."
-        )
-    # First TensorFlow work of the process: logical devices can only be set up before any other.
-    strategy = create_strategy(
-        training_flags.strategy_name(FLAGS),
-        num_gpus=FLAGS.num_gpus,
-        num_cpu_devices=FLAGS.num_cpu_devices,
-        tpu_address=FLAGS.tpu_name,
-    )
+    config.check_max_seq_length(FLAGS.max_seq_length)
+    strategy = training_flags.strategy_from_flags(FLAGS)
     files = input_pipeline.expand_file_patterns(FLAGS.input_file)
     logging.info("*** Input Files ***")
     for path in files:
@@ -72,25 +60,12 @@ def main(_):
     )
     input_pipeline.check_record_lengths(files[0], spec)
     tf.io.gfile.makedirs(FLAGS.output_dir)
-    keras.utils.set_random_seed(FLAGS.seed)
-    if FLAGS.deterministic:
-        tf.config.experimental.enable_op_determinism()
+    training_flags.seed_from_flags(FLAGS)
 
-    train_config = TrainConfig(
-        output_dir=FLAGS.output_dir,
+    train_config = training_flags.train_config_from_flags(
+        FLAGS,
         num_train_steps=FLAGS.num_train_steps,
         num_warmup_steps=FLAGS.num_warmup_steps,
-        learning_rate=FLAGS.learning_rate,
-        train_batch_size=FLAGS.train_batch_size,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        iterations_per_loop=FLAGS.iterations_per_loop,
-        log_every_steps=FLAGS.log_every_steps,
-        num_accumulation_steps=FLAGS.num_accumulation_steps,
-        optimizer=FLAGS.optimizer,
-        precision=FLAGS.precision,
-        jit_compile=FLAGS.use_xla,
-        init_checkpoint=FLAGS.init_checkpoint,
-        keep_checkpoint_max=FLAGS.keep_checkpoint_max,
     )
     trainer = Trainer(PretrainingTask(config), strategy, train_config)
 

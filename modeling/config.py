@@ -151,6 +151,19 @@ class BertConfig:
             )
         return self
 
+    def check_max_seq_length(self, max_seq_length):
+        """Raises the original's error when inputs would be longer than the position table.
+
+        Raises:
+            ValueError: if `max_seq_length > max_position_embeddings`.
+        """
+        if max_seq_length > self.max_position_embeddings:
+            raise ValueError(
+                f"Cannot use sequence length {max_seq_length} because the BERT model was only "
+                f"trained up to sequence length {self.max_position_embeddings}"
+            )
+        return self
+
     def __eq__(self, other):
         return isinstance(other, BertConfig) and self.to_dict() == other.to_dict()
 

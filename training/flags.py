@@ -1,9 +1,11 @@
 """Flag groups shared by the runners. Only runners import this module (it defines absl flags)."""
 
+import keras
+import tensorflow as tf
 from absl import flags
 
-from training.loop import PRECISIONS
-from training.strategy import STRATEGIES
+from training.loop import PRECISIONS, TrainConfig
+from training.strategy import STRATEGIES, create_strategy
 
 
 def define_tpu_flags():
@@ -46,3 +48,41 @@ def define_training_flags():
 def strategy_name(flag_values):
     """--use_tpu wins for compatibility with the original command lines."""
     return "tpu" if flag_values.use_tpu else flag_values.strategy
+
+
+def strategy_from_flags(flag_values):
+    """Creates the strategy; call it before any other TensorFlow work of the process, because
+    logical CPU devices (mirrored without GPUs) can only be configured first."""
+    return create_strategy(
+        strategy_name(flag_values),
+        num_gpus=flag_values.num_gpus,
+        num_cpu_devices=flag_values.num_cpu_devices,
+        tpu_address=flag_values.tpu_name,
+    )
+
+
+def seed_from_flags(flag_values):
+    """Seeds Keras/TF/NumPy and, with --deterministic, turns on deterministic ops."""
+    keras.utils.set_random_seed(flag_values.seed)
+    if flag_values.deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+
+def train_config_from_flags(flag_values, **overrides):
+    """A `TrainConfig` from the shared flags; runner-specific values come as overrides."""
+    values = dict(
+        output_dir=flag_values.output_dir,
+        learning_rate=flag_values.learning_rate,
+        train_batch_size=flag_values.train_batch_size,
+        save_checkpoints_steps=flag_values.save_checkpoints_steps,
+        iterations_per_loop=flag_values.iterations_per_loop,
+        log_every_steps=flag_values.log_every_steps,
+        num_accumulation_steps=flag_values.num_accumulation_steps,
+        optimizer=flag_values.optimizer,
+        precision=flag_values.precision,
+        jit_compile=flag_values.use_xla,
+        init_checkpoint=flag_values.init_checkpoint,
+        keep_checkpoint_max=flag_values.keep_checkpoint_max,
+    )
+    values.update(overrides)
+    return TrainConfig(**values)

@@ -1,0 +1,399 @@
+"""In-graph BERT tokenization with the same ids as `data.tokenization.FullTokenizer`.
+
+`FastFullTokenizer` maps a batch of strings to WordPiece ids with TensorFlow ops
+only, so it runs inside `tf.data` and inside exported SavedModels (raw text in).
+`BertPreprocessor` adds the original's `[CLS] A [SEP] B [SEP]` packing.
+
+Every rule of `BasicTokenizer` (cleaning, CJK spacing, lower-casing with the
+Greek final sigma, NFD with canonical reordering, accent stripping, punctuation
+and whitespace splitting) runs on code points, with tables computed from this
+interpreter's `unicodedata` and `str.lower`: ICU's and RE2's character data have
+other Unicode versions, and their lower-casing differs from Python's. WordPiece
+is `text.FastWordpieceTokenizer` on the split words; words over 200 characters
+become `[UNK]` before it, since its own limit counts bytes.
+
+The ids equal `FullTokenizer.tokenize` then `convert_tokens_to_ids` on the same
+UTF-8 bytes, for every input, within these bounds:
+  * Input is bytes: invalid UTF-8 is dropped, as by the original's
+    `bytes.decode("utf-8", "ignore")`. A Python `str` holding lone surrogates has
+    no UTF-8 form; FullTokenizer keeps such surrogates, no string tensor can.
+  * The tables are the building interpreter's and are frozen into SavedModels;
+    another Python (Unicode) version may treat newly assigned characters otherwise.
+  * A vocabulary token of at most 200 characters but over 256 UTF-8 bytes
+    (FastWordpieceTokenizer's limit) is refused with a ValueError.
+  * Loading such a SavedModel needs `import tensorflow_text` first (WordPiece op).
+
+Example:
+  tokenizer = FastFullTokenizer("uncased_L-12_H-768_A-12/vocab.txt", do_lower_case=True)
+  tokenizer.tokenize(tf.constant(["Hello, world!"]))  # int64 RaggedTensor [1, (n)]
+"""
+
+import functools
+import unicodedata
+
+import keras
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as text
+
+from data import packing, tokenization
+
+_NUM_CODE_POINTS = 0x110000
+
+# Bit flags of the per-code-point class table.
+_DROP = 1  # deleted by cleaning: NUL, U+FFFD, Cc/Cf other than \t \n \r
+_SPACE = 2  # separates words (turned into " " by cleaning, or split on by str.split)
+_CJK = 4  # a word of its own
+_PUNCT = 8  # a token of its own
+_MARK = 16  # category Mn: deleted after NFD when lower-casing
+_SIGMA_SKIP = 32  # case-ignorable: skipped when reading the context of a capital sigma
+_SIGMA_CASED = 64  # cased and not case-ignorable
+_CCC_SHIFT = 8  # canonical combining class, bits 8-15
+
+# FastWordpieceTokenizer's limit on a vocabulary token (without "##").
+_MAX_TOKEN_BYTES = 256
+
+_CAPITAL_SIGMA = 0x3A3
+_FINAL_SIGMA = 0x3C2
+
+
+def _class_bits(cp):
+    """Returns the class flags (without the combining class) of code point `cp`."""
+    char = chr(cp)
+    bits = 0
+    if cp in (0, 0xFFFD) or tokenization._is_control(char):
+        return _DROP
+    # str.split in whitespace_tokenize also splits on a few characters that
+    # cleaning keeps (U+2028, U+2029).
+    if tokenization._is_whitespace(char) or char.isspace():
+        bits |= _SPACE
+    if tokenization._is_chinese_char(cp):
+        bits |= _CJK
+    if tokenization._is_punctuation(char):
+        bits |= _PUNCT
+    if unicodedata.category(char) == "Mn":
+        bits |= _MARK
+    # str.lower() turns a capital sigma into a final sigma when the nearest
+    # character before it that is not case-ignorable is cased, and no cased
+    # one follows it. Probing str.lower() itself yields exactly the two
+    # classes that rule reads (CPython exposes them no other way).
+    cased_alone = (char + "\u03a3").lower()[-1] == "\u03c2"
+    cased_or_skipped = ("A" + char + "\u03a3").lower()[-1] == "\u03c2"
+    if cased_alone:
+        bits |= _SIGMA_CASED
+    elif cased_or_skipped:
+        bits |= _SIGMA_SKIP
+    return bits | unicodedata.combining(char) << _CCC_SHIFT
+
+
+@functools.cache
+def _unicode_tables():
+    """Per-code-point tables of this interpreter's Unicode data (about 1 s, then cached).
+
+    Returns:
+      A dict of int32 numpy arrays:
+        `class_starts` [R], `class_bits` [R]: code points `class_starts[i]` up to the
+          next start all have the flags `class_bits[i]`;
+        `lower_keys` [M] (sorted), `lower_splits` [M + 1], `lower_values`: the code
+          points whose `unicodedata.normalize("NFD", chr(cp).lower())` differs from
+          `chr(cp)`, and that string's code points.
+    """
+    bits = np.zeros(_NUM_CODE_POINTS, np.int32)
+    keys, splits, values = [], [0], []
+    for cp in range(_NUM_CODE_POINTS):
+        if unicodedata.category(chr(cp)) in ("Cn", "Co", "Cs"):
+            # Unassigned, private-use and surrogate code points have no
+            # properties, but the CJK ranges include unassigned ones.
+            bits[cp] = _CJK if tokenization._is_chinese_char(cp) else 0
+            continue
+        bits[cp] = _class_bits(cp)
+        mapped = unicodedata.normalize("NFD", chr(cp).lower())
+        if mapped != chr(cp):
+            keys.append(cp)
+            values.extend(ord(c) for c in mapped)
+            splits.append(len(values))
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(bits)) + 1]).astype(np.int32)
+    return {
+        "class_starts": starts,
+        "class_bits": bits[starts],
+        "lower_keys": np.array(keys, np.int32),
+        "lower_splits": np.array(splits, np.int32),
+        "lower_values": np.array(values, np.int32),
+    }
+
+
+def _follows_break(flags, word_ids):
+    """True where a position starts the array, starts a new word, or follows a `flags` position."""
+    same_word = tf.equal(word_ids[1:], word_ids[:-1])
+    breaks = tf.concat([[True], tf.logical_or(flags[:-1], tf.logical_not(same_word))], axis=0)
+    return breaks[: tf.size(flags)]  # an empty input gives an empty result
+
+
+def _runs(starts):
+    """Turns bool [N] run starts into int64 run numbers 0, 0, 1, ... (empty-safe)."""
+    return tf.cumsum(tf.cast(starts, tf.int64)) - 1
+
+
+class FastFullTokenizer(tf.Module):
+    """`FullTokenizer` as TensorFlow ops: a batch of strings to WordPiece ids.
+
+    Works eagerly, in `tf.function`, in `Dataset.map` and in SavedModels
+    (`tf.saved_model.save` of a module that calls it); all tables are graph
+    constants and no Python runs at call time.
+
+    Attributes:
+      vocab: `OrderedDict` token -> id, as `tokenization.load_vocab` reads it.
+      do_lower_case: Whether text is lower-cased and accent-stripped.
+    """
+
+    def __init__(
+        self,
+        vocab_file,
+        do_lower_case=True,
+        unk_token="[UNK]",
+        max_input_chars_per_word=200,
+        name=None,
+    ):
+        """Builds the tokenizer.
+
+        Args:
+          vocab_file: Path of the vocabulary, one token per line (see `tokenization.load_vocab`).
+          do_lower_case: As for `FullTokenizer`; must match the checkpoint.
+          unk_token: Token emitted for words WordPiece cannot split.
+          max_input_chars_per_word: Longer words (in code points) become `unk_token`.
+          name: Optional module name.
+
+        Raises:
+          ValueError: If the vocabulary cannot be read, lacks `unk_token`, or holds a
+            token of at most `max_input_chars_per_word` characters but more than 256
+            UTF-8 bytes (FastWordpieceTokenizer's limit; real vocabularies have none).
+        """
+        super().__init__(name=name)
+        self.vocab = tokenization.load_vocab(vocab_file)
+        self.do_lower_case = bool(do_lower_case)
+        if unk_token not in self.vocab:
+            raise ValueError(
+                f"Vocabulary {vocab_file!r} has no {unk_token!r} line; the in-graph tokenizer "
+                "needs the unknown token in the vocabulary. Add it or pass unk_token=."
+            )
+        self._unk_token = unk_token
+        self._max_chars = int(max_input_chars_per_word)
+        tables = _unicode_tables()
+        self._class_starts = tf.constant(tables["class_starts"])
+        self._class_bits = tf.constant(tables["class_bits"])
+        if self.do_lower_case:
+            self._lower_keys = tf.constant(tables["lower_keys"])
+            self._lower_splits = tf.constant(tables["lower_splits"])
+            self._lower_values = tf.constant(tables["lower_values"])
+        self._wordpiece = text.FastWordpieceTokenizer(
+            vocab=self._id_ordered_tokens(vocab_file),
+            suffix_indicator="##",
+            # In bytes, so 4 per character; longer words became `unk_token` before.
+            max_bytes_per_word=4 * max(self._max_chars, len(unk_token)),
+            token_out_type=tf.int64,
+            unknown_token=unk_token,
+            no_pretokenization=True,
+        )
+
+    def _id_ordered_tokens(self, vocab_file):
+        """Returns the token of every id; ids that can never be emitted get a filler."""
+        tokens = [None] * (max(self.vocab.values()) + 1)
+        for token, index in self.vocab.items():
+            body = token[2:] if token.startswith("##") else token
+            if len(body) > self._max_chars:
+                continue  # longer than any word WordPiece looks at
+            if len(body.encode("utf-8")) > _MAX_TOKEN_BYTES:
+                raise ValueError(
+                    f"Vocabulary {vocab_file!r}, line {index + 1}: token {token[:40]!r}... has "
+                    f"more than {_MAX_TOKEN_BYTES} UTF-8 bytes, which FastWordpieceTokenizer "
+                    "cannot hold. Use data.tokenization.FullTokenizer for this vocabulary."
+                )
+            tokens[index] = token
+        # A duplicated vocabulary line leaves its first id unused. Fillers
+        # start with a space, which neither stripped vocabulary lines nor
+        # words contain, so they never match.
+        return [f" unused id {i}" if t is None else t for i, t in enumerate(tokens)]
+
+    def _classes(self, cps):
+        """Class flags (int32 [N]) of the code points `cps` (int32 [N])."""
+        index = tf.searchsorted(self._class_starts, cps, side="right") - 1
+        return tf.gather(self._class_bits, index)
+
+    def tokenize(self, text_input):
+        """Tokenizes a batch of strings.
+
+        Args:
+          text_input: string tensor [B] (or a scalar) of UTF-8 text; invalid bytes are dropped.
+
+        Returns:
+          int64 RaggedTensor [B, (n)] of token ids ([n] for a scalar input).
+
+        Raises:
+          ValueError: If `text_input` has rank 2 or more.
+        """
+        text_input = tf.convert_to_tensor(text_input, tf.string)
+        if text_input.shape.rank == 0:
+            return self.tokenize(tf.expand_dims(text_input, 0))[0]
+        if text_input.shape.rank != 1:
+            raise ValueError(
+                f"FastFullTokenizer.tokenize expects a string tensor [batch] or a scalar, got "
+                f"shape {text_input.shape}. Reshape the texts to one dimension first."
+            )
+        decoded = tf.strings.unicode_decode(text_input, "UTF-8", errors="ignore")
+        num_rows = decoded.nrows()
+        cps = decoded.values
+        rows = decoded.value_rowids()
+        bits = self._classes(cps)
+
+        keep = tf.equal(bits & _DROP, 0)
+        cps, rows, bits = (tf.boolean_mask(x, keep) for x in (cps, rows, bits))
+        is_space = tf.not_equal(bits & _SPACE, 0)
+        is_cjk = tf.not_equal(bits & _CJK, 0)
+        word_start = tf.logical_and(
+            tf.logical_not(is_space),
+            tf.logical_or(is_cjk, _follows_break(tf.logical_or(is_space, is_cjk), rows)),
+        )
+        cps, rows, bits, word_start = (
+            tf.boolean_mask(x, tf.logical_not(is_space)) for x in (cps, rows, bits, word_start)
+        )
+        word_ids = _runs(word_start)
+        word_rows = tf.boolean_mask(rows, word_start)
+
+        if self.do_lower_case:
+            cps, word_ids = self._lower_and_strip_accents(cps, bits, word_ids)
+
+        # Punctuation characters become tokens of their own inside each word.
+        is_punct = tf.not_equal(self._classes(cps) & _PUNCT, 0)
+        token_start = tf.logical_or(is_punct, _follows_break(is_punct, word_ids))
+        token_ids = _runs(token_start)
+        token_rows = tf.gather(word_rows, tf.boolean_mask(word_ids, token_start))
+        tokens = tf.RaggedTensor.from_value_rowids(
+            cps, token_ids, nrows=tf.reduce_sum(tf.cast(token_start, tf.int64))
+        )
+        words = tf.strings.unicode_encode(tokens, "UTF-8")
+        # The vocabulary holds `unk_token` itself, so WordPiece maps it to its id.
+        words = tf.where(tokens.row_lengths() > self._max_chars, self._unk_token, words)
+        pieces = self._wordpiece.tokenize(words)
+        piece_rows = tf.repeat(token_rows, pieces.row_lengths())
+        return tf.RaggedTensor.from_value_rowids(pieces.values, piece_rows, nrows=num_rows)
+
+    def _lower_and_strip_accents(self, cps, bits, word_ids):
+        """`str.lower()`, NFD and removal of `Mn` marks, word by word.
+
+        Args:
+          cps: int32 [N] code points of the words, concatenated.
+          bits: int32 [N] their class flags.
+          word_ids: int64 [N] word number of each code point (non-decreasing).
+
+        Returns:
+          The new code points (int32 [M]) and their word numbers (int64 [M]).
+        """
+        cps = tf.where(self._is_final_sigma(cps, bits, word_ids), _FINAL_SIGMA, cps)
+
+        # Table lookup of NFD(lower(c)), which may have several code points.
+        num_keys = tf.shape(self._lower_keys)[0]
+        slot = tf.minimum(tf.searchsorted(self._lower_keys, cps, side="left"), num_keys - 1)
+        found = tf.equal(tf.gather(self._lower_keys, slot), cps)
+        first = tf.gather(self._lower_splits, slot)
+        lengths = tf.where(found, tf.gather(self._lower_splits, slot + 1) - first, 1)
+        offsets = tf.ragged.range(lengths)
+        source = offsets.value_rowids()
+        mapped = tf.gather(self._lower_values, tf.gather(first, source) + offsets.values)
+        cps = tf.where(tf.gather(found, source), mapped, tf.gather(cps, source))
+        word_ids = tf.gather(word_ids, source)
+
+        # Canonical reordering (a stable sort by combining class within runs of
+        # non-starters) matters only for the few spacing marks with a class.
+        bits = self._classes(cps)
+        ccc = tf.cast(tf.bitwise.right_shift(bits, _CCC_SHIFT) & 255, tf.int64)
+        segment = _runs(_follows_break(tf.zeros_like(ccc, tf.bool), word_ids) | tf.equal(ccc, 0))
+        order = tf.argsort(segment * 256 + ccc, stable=True)
+        cps, bits, word_ids = (tf.gather(x, order) for x in (cps, bits, word_ids))
+
+        keep = tf.equal(bits & _MARK, 0)
+        return tf.boolean_mask(cps, keep), tf.boolean_mask(word_ids, keep)
+
+    def _is_final_sigma(self, cps, bits, word_ids):
+        """bool [N]: capital sigmas that `str.lower()` turns into U+03C2 in their word."""
+        # Nearest positions before/after each position that are not skipped.
+        stops = tf.equal(bits & _SIGMA_SKIP, 0)
+        stop_positions = tf.concat([tf.where(stops)[:, 0], tf.zeros([1], tf.int64)], axis=0)
+        num_stops = tf.shape(stop_positions, out_type=tf.int64)[0] - 1
+        stops_before = tf.cumsum(tf.cast(stops, tf.int64), exclusive=True)
+        stops_upto = stops_before + tf.cast(stops, tf.int64)
+        cased = tf.not_equal(bits & _SIGMA_CASED, 0)
+
+        def cased_at(stop_index, exists):
+            position = tf.gather(stop_positions, tf.clip_by_value(stop_index, 0, num_stops))
+            same_word = tf.equal(tf.gather(word_ids, position), word_ids)
+            return exists & same_word & tf.gather(cased, position)
+
+        cased_before = cased_at(stops_before - 1, stops_before > 0)
+        cased_after = cased_at(stops_upto, stops_upto < num_stops)
+        is_sigma = tf.equal(cps, _CAPITAL_SIGMA)
+        return is_sigma & cased_before & tf.logical_not(cased_after)
+
+
+class BertPreprocessor(keras.layers.Layer):
+    """Keras layer: raw text (and optional second text) to BERT model inputs.
+
+    Calls `FastFullTokenizer`, then `packing.pack_inputs`, so the output equals
+    what the original `convert_single_example` builds from the same strings.
+
+    Example:
+      preprocess = BertPreprocessor("vocab.txt", do_lower_case=True, max_seq_length=128)
+      features = preprocess(tf.constant(["Is this jacksonville?"]), tf.constant(["No it is not."]))
+      # {"input_ids": int32 [1, 128], "input_mask": ..., "segment_ids": ...}
+    """
+
+    def __init__(self, vocab_file, do_lower_case=True, max_seq_length=128, **kwargs):
+        """Builds the layer.
+
+        Args:
+          vocab_file: Path of the vocabulary (needs `[UNK]`, `[CLS]` and `[SEP]`).
+          do_lower_case: As for `FullTokenizer`; must match the checkpoint.
+          max_seq_length: Padded length S of the outputs (>= 3 for text pairs).
+          **kwargs: Passed to `keras.layers.Layer`.
+
+        Raises:
+          ValueError: For a vocabulary without the special tokens, or `max_seq_length` < 2.
+        """
+        super().__init__(trainable=False, **kwargs)
+        if max_seq_length < 2:
+            raise ValueError(
+                f"max_seq_length={max_seq_length} leaves no room for [CLS] and [SEP]; "
+                "pass at least 2 (3 for text pairs)."
+            )
+        self.vocab_file = vocab_file
+        self.do_lower_case = bool(do_lower_case)
+        self.max_seq_length = int(max_seq_length)
+        self.tokenizer = FastFullTokenizer(vocab_file, do_lower_case=do_lower_case)
+        missing = [t for t in ("[CLS]", "[SEP]") if t not in self.tokenizer.vocab]
+        if missing:
+            raise ValueError(f"Vocabulary {vocab_file!r} lacks {missing}; add these tokens.")
+        self._cls_id = self.tokenizer.vocab["[CLS]"]
+        self._sep_id = self.tokenizer.vocab["[SEP]"]
+
+    def call(self, text_a, text_b=None):
+        """Tokenizes and packs.
+
+        Args:
+          text_a: string tensor [B], first texts.
+          text_b: string tensor [B], second texts, or None.
+
+        Returns:
+          A dict of int32 tensors [B, S]: `input_ids`, `input_mask`, `segment_ids`.
+        """
+        ids_a = self.tokenizer.tokenize(text_a)
+        ids_b = None if text_b is None else self.tokenizer.tokenize(text_b)
+        return packing.pack_inputs(ids_a, ids_b, self.max_seq_length, self._cls_id, self._sep_id)
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("trainable", None)
+        config.update(
+            vocab_file=self.vocab_file,
+            do_lower_case=self.do_lower_case,
+            max_seq_length=self.max_seq_length,
+        )
+        return config
