@@ -17,8 +17,6 @@ import functools
 import re
 import unicodedata
 
-import tensorflow as tf
-
 # Ranges of the CJK Unified Ideographs blocks (and their extensions and
 # compatibility forms) that get spaces around them. Hangul, Hiragana and
 # Katakana are deliberately absent: those scripts separate words with spaces.
@@ -126,6 +124,10 @@ def load_vocab(vocab_file):
     Raises:
       ValueError: If the path does not exist, is a directory, or is not UTF-8.
     """
+    # Imported here: tokenizing needs no TensorFlow, and its import costs seconds and hundreds
+    # of MB in every worker process of create_pretraining_data.
+    import tensorflow as tf
+
     vocab = collections.OrderedDict()
     index = 0
     try:

@@ -1,0 +1,75 @@
+"""Creates masked-LM / next-sentence TFRecords from plain text, as the original script does.
+
+Input: one sentence per line, a blank line between documents. With the default
+`--num_workers=0` the records are those of Google's original create_pretraining_data.py for
+the same flags and seed (same examples, order and files), in byte-reproducible files. With
+`--num_workers=N` the corpus is processed in parallel shards and streamed to disk: much faster,
+memory independent of the corpus size, the same statistics but not the same records. Use the
+fast mode for large corpora and the default to reproduce the original.
+
+Example:
+
+    python create_pretraining_data.py --input_file=./sample_text.txt \
+        --output_file=/tmp/tf_examples.tfrecord --vocab_file=$BERT_BASE_DIR/vocab.txt \
+        --do_lower_case=True --max_seq_length=128 --max_predictions_per_seq=20 \
+        --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
+"""
+
+from absl import app, flags, logging
+
+from data.pretraining_data import PretrainingOptions, create_pretraining_data
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string(
+    "input_file", None, "Text file(s): comma-separated paths or glob patterns, read in order."
+)
+flags.DEFINE_string(
+    "output_file", None, "TFRecord file(s), comma-separated; examples are dealt out in turn."
+)
+flags.DEFINE_string("vocab_file", None, "vocab.txt of the model the data is meant for.")
+flags.DEFINE_bool(
+    "do_lower_case", True, "Lower-case and strip accents; True for uncased, False for cased models."
+)
+flags.DEFINE_bool(
+    "do_whole_word_mask", False, "Mask all pieces of a word together instead of single pieces."
+)
+flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, [CLS] and [SEP]s included.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Upper bound on masked tokens per example.")
+flags.DEFINE_integer("random_seed", 12345, "Seed of the random generator.")
+flags.DEFINE_integer("dupe_factor", 10, "Passes over the input, each with fresh masks and pairs.")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Share of tokens to mask.")
+flags.DEFINE_float(
+    "short_seq_prob", 0.1, "Probability that a document's examples target a random shorter length."
+)
+flags.DEFINE_integer(
+    "num_workers",
+    0,
+    "0: reproduce the original's records exactly (all instances held until a final shuffle). "
+    "N > 0: fast mode with N worker processes, streaming to disk with flat memory; same "
+    "statistics, different records.",
+)
+
+
+def main(_):
+    logging.set_verbosity(logging.INFO)
+    options = PretrainingOptions(
+        do_lower_case=FLAGS.do_lower_case,
+        do_whole_word_mask=FLAGS.do_whole_word_mask,
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        random_seed=FLAGS.random_seed,
+        dupe_factor=FLAGS.dupe_factor,
+        masked_lm_prob=FLAGS.masked_lm_prob,
+        short_seq_prob=FLAGS.short_seq_prob,
+    )
+    create_pretraining_data(
+        FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, options, FLAGS.num_workers
+    )
+
+
+if __name__ == "__main__":
+    flags.mark_flag_as_required("input_file")
+    flags.mark_flag_as_required("output_file")
+    flags.mark_flag_as_required("vocab_file")
+    app.run(main)
