@@ -1,0 +1,279 @@
+"""Throughput of the whole pre-training loop against the bare model step at the same config.
+
+Two modes, each run in a process of its own by `--driver`:
+
+* `bare`: `PretrainingTask` model, loss and `create_optimizer` in a plain `tf.function` step on
+  one fixed in-memory batch: no input pipeline, no strategy, no logging, no checkpoints.
+* `loop`: `training.loop.Trainer` exactly as run_pretraining uses it, reading TFRecords through
+  `data.input_pipeline.pretraining_dataset` (parsing, shuffling, batching), with
+  `--iterations_per_loop` steps per compiled call and progress logging every call.
+
+Examples per second are measured after `--warmup` steps (the first call compiles). The driver
+interleaves the variants over `--rounds` rounds and prints each variant's median and its ratio
+to the bare step's median.
+
+    python benchmarks/bench_pretraining_loop.py --driver --config mini --batch 32 --rounds 3
+    python benchmarks/bench_pretraining_loop.py --mode loop --config base --batch 8 --xla
+
+On a GPU machine `benchmarks/gpu_pretraining.sh` runs the BERT-base and BERT-large phase-1
+measurement (bf16 + XLA) and prints examples/s and model-FLOPs utilisation.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+CONFIGS = {
+    "mini": dict(
+        num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024
+    ),
+    "base": dict(
+        num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072
+    ),
+    "large": dict(
+        num_hidden_layers=24, hidden_size=1024, num_attention_heads=16, intermediate_size=4096
+    ),
+}
+VOCAB = 30522
+
+
+def bert_config(name):
+    from modeling.config import BertConfig
+
+    return BertConfig(vocab_size=VOCAB, type_vocab_size=2, **CONFIGS[name])
+
+
+def train_flops_per_example(config, seq, preds):
+    """Model FLOPs of one training example (forward x 3 for forward + backward)."""
+    h, i, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    per_token_layer = 2 * (4 * h * h + 2 * h * i)  # Q, K, V, output projections + FFN
+    attention = 2 * 2 * seq * h  # scores and context, per token and layer
+    encoder = seq * layers * (per_token_layer + attention)
+    pooler_nsp = 2 * h * h + 2 * 2 * h
+    mlm = preds * (2 * h * h + 2 * h * VOCAB)
+    return 3 * (encoder + pooler_nsp + mlm)
+
+
+def write_records(path, n, seq, preds, seed=0):
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
+
+    with tf.io.TFRecordWriter(path) as writer:
+        for _ in range(n):
+            positions = np.sort(rng.choice(np.arange(1, seq), preds, replace=False))
+            feature = {
+                "input_ids": ints(rng.integers(1000, VOCAB, seq)),
+                "input_mask": ints([1] * seq),
+                "segment_ids": ints([0] * (seq // 2) + [1] * (seq - seq // 2)),
+                "masked_lm_positions": ints(positions),
+                "masked_lm_ids": ints(rng.integers(1000, VOCAB, preds)),
+                "masked_lm_weights": tf.train.Feature(
+                    float_list=tf.train.FloatList(value=[1.0] * preds)
+                ),
+                "next_sentence_labels": ints([int(rng.integers(0, 2))]),
+            }
+            writer.write(
+                tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+            )
+
+
+def run_bare(args, config):
+    import keras
+    import tensorflow as tf
+
+    from data import input_pipeline
+    from modeling.optimization import create_optimizer
+    from training.tasks import PretrainingTask
+
+    keras.mixed_precision.set_global_policy(args.precision)
+    task = PretrainingTask(config)
+    model = task.build_model()
+    optimizer = create_optimizer(1e-4, 100000, 100)
+    optimizer.build(model.trainable_variables)
+    batch = next(
+        iter(
+            input_pipeline.pretraining_dataset(
+                [args.data], args.seq, args.preds, args.batch, is_training=True, seed=1
+            )
+        )
+    )
+
+    @tf.function(jit_compile=args.xla)
+    def step(features):
+        with tf.GradientTape() as tape:
+            aux = task.forward(features, training=True)
+            weights = task.loss_weights(features)
+            terms = task.loss_numerators(aux)
+            loss = tf.add_n(
+                [n / (w + e) for n, w, e in zip(terms, weights, task.loss_epsilons, strict=True)]
+            )
+        grads = tape.gradient(loss, model.trainable_variables)
+        grads, _ = tf.clip_by_global_norm(grads, 1.0)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    for _ in range(args.warmup):
+        float(step(batch))
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        loss = step(batch)
+    float(loss)
+    return args.steps * args.batch / (time.perf_counter() - start)
+
+
+def run_loop(args, config):
+    import keras
+
+    from data import input_pipeline
+    from training.loop import Trainer, TrainConfig
+    from training.strategy import create_strategy
+    from training.tasks import PretrainingTask
+
+    strategy = create_strategy("one_device")
+    keras.utils.set_random_seed(1)
+    total = args.warmup + args.steps
+    out = tempfile.mkdtemp(prefix="bench_loop_")
+    trainer = Trainer(
+        PretrainingTask(config),
+        strategy,
+        TrainConfig(
+            output_dir=out,
+            num_train_steps=total,
+            num_warmup_steps=100,
+            learning_rate=1e-4,
+            train_batch_size=args.batch,
+            save_checkpoints_steps=10**9,
+            iterations_per_loop=args.iterations_per_loop,
+            log_every_steps=args.iterations_per_loop,
+            precision=args.precision,
+            jit_compile=args.xla,
+        ),
+    )
+    # Time from the end of the first call that reaches `warmup` steps to the end of training.
+    marks = []
+
+    class TimedHistory(list):
+        def append(self, entry):
+            marks.append((entry[0], time.perf_counter()))
+            super().append(entry)
+
+    trainer.loss_history = TimedHistory()
+    trainer.train(
+        lambda skip: input_pipeline.pretraining_dataset(
+            [args.data],
+            args.seq,
+            args.preds,
+            args.batch,
+            is_training=True,
+            seed=1,
+            skip_batches=skip,
+        )
+    )
+    start_step, start_time = next((s, t) for s, t in marks if s >= args.warmup)
+    end_step, end_time = marks[-1]
+    return (end_step - start_step) * args.batch / (end_time - start_time)
+
+
+def measure(args):
+    config = bert_config(args.config)
+    rate = run_bare(args, config) if args.mode == "bare" else run_loop(args, config)
+    flops = train_flops_per_example(config, args.seq, args.preds)
+    print(
+        json.dumps(
+            {
+                "mode": args.mode,
+                "xla": args.xla,
+                "ipl": args.iterations_per_loop,
+                "examples_per_s": rate,
+                "tflops": rate * flops / 1e12,
+            }
+        )
+    )
+
+
+VARIANTS = [
+    ("bare", ["--mode", "bare"]),
+    ("loop", ["--mode", "loop"]),
+    ("loop ipl=1", ["--mode", "loop", "--iterations_per_loop", "1"]),
+    ("bare xla", ["--mode", "bare", "--xla"]),
+    ("loop xla", ["--mode", "loop", "--xla"]),
+]
+
+
+def drive(args):
+    common = [
+        "--config",
+        args.config,
+        "--batch",
+        str(args.batch),
+        "--seq",
+        str(args.seq),
+        "--preds",
+        str(args.preds),
+        "--steps",
+        str(args.steps),
+        "--warmup",
+        str(args.warmup),
+        "--data",
+        args.data,
+        "--precision",
+        args.precision,
+    ]
+    rates = {name: [] for name, _ in VARIANTS}
+    for round_index in range(args.rounds):
+        for name, extra in VARIANTS:
+            cmd = [sys.executable, os.path.abspath(__file__), *common, *extra]
+            if "--iterations_per_loop" not in extra:
+                cmd += ["--iterations_per_loop", str(args.iterations_per_loop)]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            rate = json.loads(out.strip().splitlines()[-1])["examples_per_s"]
+            rates[name].append(rate)
+            print(f"round {round_index + 1} {name}: {rate:.2f} examples/s", flush=True)
+    base = statistics.median(rates["bare"])
+    print(f"\n{'variant':<12} {'median ex/s':>12} {'vs bare':>8}")
+    for name, values in rates.items():
+        median = statistics.median(values)
+        print(f"{name:<12} {median:>12.2f} {median / base:>8.3f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--driver", action="store_true", help="Run all variants interleaved.")
+    parser.add_argument("--mode", choices=["bare", "loop"], default="loop")
+    parser.add_argument("--config", choices=sorted(CONFIGS), default="mini")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--preds", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--iterations_per_loop", type=int, default=10)
+    parser.add_argument("--xla", action="store_true")
+    parser.add_argument("--precision", default="float32")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--data", default=None, help="TFRecord file (made if missing).")
+    args = parser.parse_args()
+    if args.data is None:
+        args.data = os.path.join(
+            tempfile.gettempdir(), f"bench_pretraining_{args.seq}_{args.preds}.tfrecord"
+        )
+    if not os.path.exists(args.data):
+        write_records(args.data + ".tmp", 2048, args.seq, args.preds)
+        os.replace(args.data + ".tmp", args.data)
+    drive(args) if args.driver else measure(args)
+
+
+if __name__ == "__main__":
+    main()
