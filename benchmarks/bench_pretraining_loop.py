@@ -138,7 +138,7 @@ def run_loop(args, config):
     import keras
 
     from data import input_pipeline
-    from training.loop import Trainer, TrainConfig
+    from training.loop import TrainConfig, Trainer
     from training.strategy import create_strategy
     from training.tasks import PretrainingTask
 
