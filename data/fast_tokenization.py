@@ -49,6 +49,15 @@ _MARK = 16  # category Mn: deleted after NFD when lower-casing
 _SIGMA_SKIP = 32  # case-ignorable: skipped when reading the context of a capital sigma
 _SIGMA_CASED = 64  # cased and not case-ignorable
 _CCC_SHIFT = 8  # canonical combining class, bits 8-15
+# Lower-casing reads NFD(c.lower()) minus its Mn marks. Without _COMPLEX that is its
+# first code point (cp + the delta in bits 32-63, which is punctuation if _LOWER_PUNCT)
+# or, if _VANISH, nothing; _COMPLEX means canonical reordering could move a survivor,
+# or more than the first code point survives.
+_COMPLEX = 128
+_VANISH = 1 << 16
+_LOWER_PUNCT = 1 << 17
+_DELTA_SHIFT = 32
+_NO_DELTA = (1 << _DELTA_SHIFT) - 1
 
 # FastWordpieceTokenizer's limit on a vocabulary token (without "##").
 _MAX_TOKEN_BYTES = 256
@@ -91,14 +100,14 @@ def _unicode_tables():
     """Per-code-point tables of this interpreter's Unicode data (about 1 s, then cached).
 
     Returns:
-      A dict of int32 numpy arrays:
-        `class_starts` [R], `class_bits` [R]: code points `class_starts[i]` up to the
-          next start all have the flags `class_bits[i]`;
-        `lower_keys` [M] (sorted), `lower_splits` [M + 1], `lower_values`: the code
+      A dict of numpy arrays:
+        `class_starts` int32 [R], `class_bits` int64 [R]: code points `class_starts[i]`
+          up to the next start all have the flags `class_bits[i]`;
+        `lower_keys` [M] (sorted), `lower_splits` [M + 1], `lower_values`, int32: the code
           points whose `unicodedata.normalize("NFD", chr(cp).lower())` differs from
           `chr(cp)`, and that string's code points.
     """
-    bits = np.zeros(_NUM_CODE_POINTS, np.int32)
+    bits = np.zeros(_NUM_CODE_POINTS, np.int64)
     keys, splits, values = [], [0], []
     for cp in range(_NUM_CODE_POINTS):
         if unicodedata.category(chr(cp)) in ("Cn", "Co", "Cs"):
@@ -106,8 +115,17 @@ def _unicode_tables():
             # properties, but the CJK ranges include unassigned ones.
             bits[cp] = _CJK if tokenization._is_chinese_char(cp) else 0
             continue
-        bits[cp] = _class_bits(cp)
         mapped = unicodedata.normalize("NFD", chr(cp).lower())
+        marks = [unicodedata.category(c) == "Mn" for c in mapped]
+        movable = any(
+            unicodedata.combining(c) and not m for c, m in zip(mapped, marks, strict=True)
+        )
+        flags = _class_bits(cp) | (_VANISH if marks[0] else 0)
+        flags |= _COMPLEX if movable or not all(marks[1:]) else 0
+        flags |= _LOWER_PUNCT if tokenization._is_punctuation(mapped[0]) else 0
+        # The delta of a _COMPLEX code point is never read; 0 keeps the table short.
+        delta = 0 if flags & _COMPLEX else ord(mapped[0]) - cp
+        bits[cp] = flags | delta << _DELTA_SHIFT
         if mapped != chr(cp):
             keys.append(cp)
             values.extend(ord(c) for c in mapped)
@@ -215,7 +233,7 @@ class FastFullTokenizer(tf.Module):
         return [f" unused id {i}" if t is None else t for i, t in enumerate(tokens)]
 
     def _classes(self, cps):
-        """Class flags (int32 [N]) of the code points `cps` (int32 [N])."""
+        """Class flags (int64 [N]) of the code points `cps` (int32 [N])."""
         index = tf.searchsorted(self._class_starts, cps, side="right") - 1
         return tf.gather(self._class_bits, index)
 
@@ -241,29 +259,37 @@ class FastFullTokenizer(tf.Module):
             )
         decoded = tf.strings.unicode_decode(text_input, "UTF-8", errors="ignore")
         num_rows = decoded.nrows()
-        cps = decoded.values
-        rows = decoded.value_rowids()
+        cps, splits = decoded.values, decoded.row_splits
         bits = self._classes(cps)
 
         keep = tf.equal(bits & _DROP, 0)
-        cps, rows, bits = (tf.boolean_mask(x, keep) for x in (cps, rows, bits))
+
+        def drop():
+            kept_splits = tf.gather(tf.concat([[0], tf.cumsum(tf.cast(keep, tf.int64))], 0), splits)
+            return tf.boolean_mask(cps, keep), tf.boolean_mask(bits, keep), kept_splits
+
+        # Each tf.cond here skips work that typical text does not need.
+        cps, bits, splits = tf.cond(tf.reduce_all(keep), lambda: (cps, bits, splits), drop)
+        # Row starts, as flags (bincount is cheaper than row ids per code point).
+        size = tf.size(cps, tf.int64)
+        row_start = tf.math.bincount(splits[:-1], minlength=size + 1, dtype=tf.int32)[:size] > 0
         is_space = tf.not_equal(bits & _SPACE, 0)
         is_cjk = tf.not_equal(bits & _CJK, 0)
-        word_start = tf.logical_and(
-            tf.logical_not(is_space),
-            tf.logical_or(is_cjk, _follows_break(tf.logical_or(is_space, is_cjk), rows)),
-        )
-        cps, rows, bits, word_start = (
-            tf.boolean_mask(x, tf.logical_not(is_space)) for x in (cps, rows, bits, word_start)
+        after_break = tf.concat([[True], tf.logical_or(is_space, is_cjk)[:-1]], 0)[:size]
+        word_start = tf.logical_and(tf.logical_not(is_space), is_cjk | after_break | row_start)
+        starts = tf.where(word_start)[:, 0]
+        word_rows = tf.searchsorted(splits, starts, side="right", out_type=tf.int64) - 1
+        cps, bits, word_start = (
+            tf.boolean_mask(x, tf.logical_not(is_space)) for x in (cps, bits, word_start)
         )
         word_ids = _runs(word_start)
-        word_rows = tf.boolean_mask(rows, word_start)
 
         if self.do_lower_case:
-            cps, word_ids = self._lower_and_strip_accents(cps, bits, word_ids)
+            cps, is_punct, word_ids = self._lower_and_strip_accents(cps, bits, word_ids)
+        else:
+            is_punct = tf.not_equal(bits & _PUNCT, 0)
 
         # Punctuation characters become tokens of their own inside each word.
-        is_punct = tf.not_equal(self._classes(cps) & _PUNCT, 0)
         token_start = tf.logical_or(is_punct, _follows_break(is_punct, word_ids))
         token_ids = _runs(token_start)
         token_rows = tf.gather(word_rows, tf.boolean_mask(word_ids, token_start))
@@ -274,23 +300,45 @@ class FastFullTokenizer(tf.Module):
         # The vocabulary holds `unk_token` itself, so WordPiece maps it to its id.
         words = tf.where(tokens.row_lengths() > self._max_chars, self._unk_token, words)
         pieces = self._wordpiece.tokenize(words)
-        piece_rows = tf.repeat(token_rows, pieces.row_lengths())
-        return tf.RaggedTensor.from_value_rowids(pieces.values, piece_rows, nrows=num_rows)
+        first_tokens = tf.searchsorted(token_rows, tf.range(num_rows + 1), side="left")
+        return tf.RaggedTensor.from_row_splits(
+            pieces.values, tf.gather(pieces.row_splits, first_tokens), validate=False
+        )
 
     def _lower_and_strip_accents(self, cps, bits, word_ids):
         """`str.lower()`, NFD and removal of `Mn` marks, word by word.
 
         Args:
           cps: int32 [N] code points of the words, concatenated.
-          bits: int32 [N] their class flags.
+          bits: int64 [N] their class flags.
           word_ids: int64 [N] word number of each code point (non-decreasing).
 
         Returns:
-          The new code points (int32 [M]) and their word numbers (int64 [M]).
+          The new code points (int32 [M]), whether each is punctuation (bool [M]), and
+          their word numbers (int64 [M]).
         """
-        cps = tf.where(self._is_final_sigma(cps, bits, word_ids), _FINAL_SIGMA, cps)
 
-        # Table lookup of NFD(lower(c)), which may have several code points.
+        def final_sigmas():
+            final = self._is_final_sigma(cps, bits, word_ids)
+            # U+03C2 lower-cases to itself: clear the capital's delta.
+            return tf.where(final, _FINAL_SIGMA, cps), tf.where(final, bits & _NO_DELTA, bits)
+
+        has_sigma = tf.reduce_any(tf.equal(cps, _CAPITAL_SIGMA))
+        cps, bits = tf.cond(has_sigma, final_sigmas, lambda: (cps, bits))
+
+        def first_code_points():
+            lowered = cps + tf.cast(tf.bitwise.right_shift(bits, _DELTA_SHIFT), tf.int32)
+            is_punct = tf.not_equal(bits & _LOWER_PUNCT, 0)
+            keep = tf.equal(bits & _VANISH, 0)
+            return tuple(tf.boolean_mask(x, keep) for x in (lowered, is_punct, word_ids))
+
+        is_complex = tf.reduce_any(tf.not_equal(bits & _COMPLEX, 0))
+        return tf.cond(
+            is_complex, lambda: self._expand_and_reorder(cps, word_ids), first_code_points
+        )
+
+    def _expand_and_reorder(self, cps, word_ids):
+        """Lower-casing for `_COMPLEX` text: NFD(lower(c)) looked up, reordered, marks removed."""
         num_keys = tf.shape(self._lower_keys)[0]
         slot = tf.minimum(tf.searchsorted(self._lower_keys, cps, side="left"), num_keys - 1)
         found = tf.equal(tf.gather(self._lower_keys, slot), cps)
@@ -305,13 +353,14 @@ class FastFullTokenizer(tf.Module):
         # Canonical reordering (a stable sort by combining class within runs of
         # non-starters) matters only for the few spacing marks with a class.
         bits = self._classes(cps)
-        ccc = tf.cast(tf.bitwise.right_shift(bits, _CCC_SHIFT) & 255, tf.int64)
+        ccc = tf.bitwise.right_shift(bits, _CCC_SHIFT) & 255
         segment = _runs(_follows_break(tf.zeros_like(ccc, tf.bool), word_ids) | tf.equal(ccc, 0))
         order = tf.argsort(segment * 256 + ccc, stable=True)
         cps, bits, word_ids = (tf.gather(x, order) for x in (cps, bits, word_ids))
 
         keep = tf.equal(bits & _MARK, 0)
-        return tf.boolean_mask(cps, keep), tf.boolean_mask(word_ids, keep)
+        is_punct = tf.not_equal(bits & _PUNCT, 0)
+        return tuple(tf.boolean_mask(x, keep) for x in (cps, is_punct, word_ids))
 
     def _is_final_sigma(self, cps, bits, word_ids):
         """bool [N]: capital sigmas that `str.lower()` turns into U+03C2 in their word."""

@@ -366,3 +366,18 @@ def test_preprocessor_as_keras_model_and_config(vocab_file):
     assert outputs["input_mask"].dtype == tf.int32
     clone = fast_tokenization.BertPreprocessor.from_config(preprocessor.get_config())
     assert clone.max_seq_length == 8 and clone.do_lower_case and clone.vocab_file == vocab_file
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+@pytest.mark.parametrize(
+    "batch",
+    [
+        ["ΑΧΙΛΛΕΥΣ"],  # no complex character: the simple lower-casing path
+        ["ΑΧΙΛΛΕΥΣ", "한국어 ΟΔΥΣΣΕΥΣ"],  # Hangul forces the general path for the batch
+        ["the cat", "ΣΑΣ.", "ΑΣ ΑΣ"],
+    ],
+)
+def test_final_sigma_in_each_lower_casing_path(oracle_flags, vocab_file, do_lower_case, batch):
+    texts = [t.encode() for t in batch]
+    want = _original_ids(original.FullTokenizer(vocab_file, do_lower_case), texts)
+    assert _fast(vocab_file, do_lower_case).tokenize(tf.constant(texts)).to_list() == want
