@@ -101,3 +101,11 @@ def write_stsb(directory, num_train=400, num_dev=100, num_test=50, seed=2):
             for i, (a, b, _) in enumerate(rows)
         )
     )
+
+
+if __name__ == "__main__":
+    # python -m tests.helpers.glue_tasks DIR: a toy SST-2 task (used by scripts/demo.sh).
+    import pathlib
+    import sys
+
+    write_sst2(pathlib.Path(sys.argv[1]), num_train=320, num_dev=96, num_test=40)
