@@ -445,3 +445,88 @@ def test_precision_xla_lamb_and_accumulation_train(data, tmp_path, extra):
     assert saved["bert/pooler/dense/kernel"].dtype == np.float32
     if "--precision=mixed_float16" in extra:
         assert saved["_training_state/loss_scale"] > 0
+
+
+def test_task_losses_match_the_original_on_real_pretraining_data(tmp_path):
+    """A batch written by create_pretraining_data.py, a fixed random checkpoint: the task's
+    losses and metrics equal the original get_masked_lm_output/get_next_sentence_output."""
+    from tests.oracles import run_oracle
+
+    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "far", "away", "##s", "."]
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    vocab += [f"[unused{i}]" for i in range(99 - len(vocab))]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    rng = np.random.default_rng(5)
+    docs = [
+        "\n".join(
+            " ".join(rng.choice(words[:10], rng.integers(3, 9))) + " ."
+            for _ in range(rng.integers(2, 6))
+        )
+        for _ in range(30)
+    ]
+    (tmp_path / "corpus.txt").write_text("\n\n".join(docs) + "\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "create_pretraining_data.py"),
+            f"--input_file={tmp_path / 'corpus.txt'}",
+            f"--output_file={tmp_path / 'data.tfrecord'}",
+            f"--vocab_file={tmp_path / 'vocab.txt'}",
+            "--max_seq_length=16",
+            "--max_predictions_per_seq=4",
+            "--dupe_factor=1",
+        ],
+        cwd=REPO,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    from data import input_pipeline
+
+    batch = next(
+        iter(
+            input_pipeline.pretraining_dataset(
+                [str(tmp_path / "data.tfrecord")], 16, 4, 4, is_training=False
+            )
+        )
+    )
+    batch = {k: v.numpy() for k, v in batch.items()}
+    batch["next_sentence_labels"] = batch["next_sentence_labels"].reshape(-1)
+    np.savez(tmp_path / "batch.npz", **batch)
+    run_oracle(
+        "original_bert",
+        ["--out_dir", tmp_path / "oracle", "--with_heads", "--inputs", tmp_path / "batch.npz"],
+    )
+    ref = dict(np.load(tmp_path / "oracle" / "reference.npz"))
+    config = BertConfig.from_json_file(str(tmp_path / "oracle" / "bert_config.json"))
+    task = PretrainingTask(config)
+    task.build_model()
+    checkpoint.load_tf1_checkpoint(
+        str(tmp_path / "oracle" / "bert_model.ckpt"),
+        bert_model=task.model.bert,
+        pretraining_heads=task.model.cls,
+    )
+    aux = task.forward(batch, training=False)
+    numerators, weights = task.loss_numerators(aux), task.loss_weights(batch)
+    np.testing.assert_allclose(
+        numerators[0] / (weights[0] + 1e-5), ref["masked_lm_loss"], atol=1e-5
+    )
+    np.testing.assert_allclose(numerators[1] / weights[1], ref["next_sentence_loss"], atol=1e-5)
+    sums = task.metric_sums(aux)
+    w = batch["masked_lm_weights"].reshape(-1)
+    expected = np.sum(
+        w * (np.argmax(ref["masked_lm_log_probs"], -1) == batch["masked_lm_ids"].reshape(-1))
+    ) / np.sum(w)
+    np.testing.assert_allclose(
+        sums["masked_lm_accuracy"][0] / sums["masked_lm_accuracy"][1], expected, atol=1e-6
+    )
+    nsp_expected = np.mean(
+        np.argmax(ref["next_sentence_log_probs"], -1) == batch["next_sentence_labels"]
+    )
+    np.testing.assert_allclose(
+        sums["next_sentence_accuracy"][0] / sums["next_sentence_accuracy"][1],
+        nsp_expected,
+        atol=1e-6,
+    )

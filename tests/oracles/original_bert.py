@@ -68,6 +68,13 @@ def _parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--bert_config_file", default=None, help="Config to build with --init_checkpoint."
     )
+    parser.add_argument(
+        "--inputs",
+        default=None,
+        help="npz holding the batch to run (input_ids, input_mask, segment_ids and, with "
+        "--with_heads, masked_lm_positions/ids/weights, next_sentence_labels) instead of a "
+        "generated one.",
+    )
     return parser.parse_args(argv)
 
 
@@ -180,6 +187,10 @@ def main(argv=None) -> None:
     rng = np.random.default_rng(args.seed)
     inputs = make_inputs(rng)
     head_inputs = make_head_inputs(rng) if args.with_heads else {}
+    if args.inputs:
+        given = dict(np.load(args.inputs))
+        inputs = {k: given[k] for k in inputs}
+        head_inputs = {k: given[k] for k in head_inputs}
     if args.bert_config_file:
         config = modeling.BertConfig.from_json_file(args.bert_config_file)
     else:
