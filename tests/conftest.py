@@ -6,6 +6,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from absl import flags  # noqa: E402
 
 from tests.oracles import run_oracle  # noqa: E402
 
@@ -33,3 +34,16 @@ def original_gelu(tmp_path_factory):
 def original_relu(tmp_path_factory):
     """As `original_gelu`, with relu and without heads."""
     return _original(tmp_path_factory, "relu", 3, False)
+
+
+@pytest.fixture(scope="module")
+def oracle_flags():
+    """bert-tensorflow's tokenizer reads FLAGS.preserve_unused_tokens (default False) on every
+    call, so absl flags must count as parsed while the original runs in this process."""
+    was_parsed = flags.FLAGS.is_parsed()
+    if not was_parsed:
+        flags.FLAGS.mark_as_parsed()
+    assert flags.FLAGS.preserve_unused_tokens is False
+    yield
+    if not was_parsed:
+        flags.FLAGS.unparse_flags()

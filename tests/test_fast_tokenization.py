@@ -19,23 +19,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import flags
 from bert import tokenization as original
 
 from data import fast_tokenization, features, packing, tokenization
 from tests.test_tokenization import _code_point_sample, _generate_corpus
-
-
-@pytest.fixture(scope="module")
-def oracle_flags():
-    """bert-tensorflow reads FLAGS.preserve_unused_tokens (default False) on every call."""
-    was_parsed = flags.FLAGS.is_parsed()
-    if not was_parsed:
-        flags.FLAGS.mark_as_parsed()
-    assert flags.FLAGS.preserve_unused_tokens is False
-    yield
-    if not was_parsed:
-        flags.FLAGS.unparse_flags()
 
 
 @pytest.fixture(scope="module")

