@@ -107,19 +107,26 @@ def _default_variable_name(variable):
 class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
     """Shared parts of `AdamWeightDecay` and `Lamb`: exclusions, slots and clipping."""
 
+    # Per-class defaults of the two arguments whose defaults differ between the subclasses.
+    default_weight_decay_rate = 0.0
+    default_name = None
+
     def __init__(
         self,
         learning_rate,
-        weight_decay_rate,
-        beta_1,
-        beta_2,
-        epsilon,
-        exclude_from_weight_decay,
-        clip_norm,
-        name_fn,
-        name,
+        weight_decay_rate=None,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=None,
+        clip_norm=None,
+        name_fn=None,
+        name=None,
         **kwargs,
     ):
+        if weight_decay_rate is None:
+            weight_decay_rate = self.default_weight_decay_rate
+        name = name or self.default_name
         # Decay is applied inside update_step in the original's order, never by the base class.
         if kwargs.pop("weight_decay", None) is not None:
             raise ValueError(
@@ -260,31 +267,8 @@ class AdamWeightDecay(_DecoupledDecayOptimizer):
             is combined with Keras' own clipping arguments or `weight_decay`.
     """
 
-    def __init__(
-        self,
-        learning_rate,
-        weight_decay_rate=0.0,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=None,
-        clip_norm=None,
-        name_fn=None,
-        name="AdamWeightDecay",
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate,
-            weight_decay_rate,
-            beta_1,
-            beta_2,
-            epsilon,
-            exclude_from_weight_decay,
-            clip_norm,
-            name_fn,
-            name,
-            **kwargs,
-        )
+    default_weight_decay_rate = 0.0
+    default_name = "AdamWeightDecay"
 
     def update_step(self, gradient, variable, learning_rate):
         lr = tf.cast(learning_rate, variable.dtype)
@@ -323,31 +307,8 @@ class Lamb(_DecoupledDecayOptimizer):
         ValueError: As for `AdamWeightDecay`.
     """
 
-    def __init__(
-        self,
-        learning_rate,
-        weight_decay_rate=0.01,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=None,
-        clip_norm=None,
-        name_fn=None,
-        name="Lamb",
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate,
-            weight_decay_rate,
-            beta_1,
-            beta_2,
-            epsilon,
-            exclude_from_weight_decay,
-            clip_norm,
-            name_fn,
-            name,
-            **kwargs,
-        )
+    default_weight_decay_rate = 0.01
+    default_name = "Lamb"
 
     def update_step(self, gradient, variable, learning_rate):
         dtype = variable.dtype
