@@ -7,7 +7,10 @@ Everything works on batches of ragged ids, so it runs inside `tf.data` and
 inside exported SavedModels.
 """
 
+import keras
 import tensorflow as tf
+
+from data.fast_tokenization import FastFullTokenizer
 
 
 def truncated_pair_lengths(len_a, len_b, max_length):
@@ -106,3 +109,68 @@ def pack_inputs(ids_a, ids_b, max_seq_length, cls_id, sep_id):
         "input_mask": tf.ones_like(input_ids).to_tensor(0, shape=shape),
         "segment_ids": tf.concat(segments, axis=1).to_tensor(0, shape=shape),
     }
+
+
+class BertPreprocessor(keras.layers.Layer):
+    """Keras layer: raw text (and optional second text) to BERT model inputs.
+
+    Calls `FastFullTokenizer`, then `pack_inputs`, so the output equals
+    what the original `convert_single_example` builds from the same strings.
+
+    Example:
+      preprocess = BertPreprocessor("vocab.txt", do_lower_case=True, max_seq_length=128)
+      features = preprocess(tf.constant(["Is this jacksonville?"]), tf.constant(["No it is not."]))
+      # {"input_ids": int32 [1, 128], "input_mask": ..., "segment_ids": ...}
+    """
+
+    def __init__(self, vocab_file, do_lower_case=True, max_seq_length=128, **kwargs):
+        """Builds the layer.
+
+        Args:
+          vocab_file: Path of the vocabulary (needs `[UNK]`, `[CLS]` and `[SEP]`).
+          do_lower_case: As for `FullTokenizer`; must match the checkpoint.
+          max_seq_length: Padded length S of the outputs (>= 3 for text pairs).
+          **kwargs: Passed to `keras.layers.Layer`.
+
+        Raises:
+          ValueError: For a vocabulary without the special tokens, or `max_seq_length` < 2.
+        """
+        super().__init__(trainable=False, **kwargs)
+        if max_seq_length < 2:
+            raise ValueError(
+                f"max_seq_length={max_seq_length} leaves no room for [CLS] and [SEP]; "
+                "pass at least 2 (3 for text pairs)."
+            )
+        self.vocab_file = vocab_file
+        self.do_lower_case = bool(do_lower_case)
+        self.max_seq_length = int(max_seq_length)
+        self.tokenizer = FastFullTokenizer(vocab_file, do_lower_case=do_lower_case)
+        missing = [t for t in ("[CLS]", "[SEP]") if t not in self.tokenizer.vocab]
+        if missing:
+            raise ValueError(f"Vocabulary {vocab_file!r} lacks {missing}; add these tokens.")
+        self._cls_id = self.tokenizer.vocab["[CLS]"]
+        self._sep_id = self.tokenizer.vocab["[SEP]"]
+
+    def call(self, text_a, text_b=None):
+        """Tokenizes and packs.
+
+        Args:
+          text_a: string tensor [B], first texts.
+          text_b: string tensor [B], second texts, or None.
+
+        Returns:
+          A dict of int32 tensors [B, S]: `input_ids`, `input_mask`, `segment_ids`.
+        """
+        ids_a = self.tokenizer.tokenize(text_a)
+        ids_b = None if text_b is None else self.tokenizer.tokenize(text_b)
+        return pack_inputs(ids_a, ids_b, self.max_seq_length, self._cls_id, self._sep_id)
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("trainable", None)
+        config.update(
+            vocab_file=self.vocab_file,
+            do_lower_case=self.do_lower_case,
+            max_seq_length=self.max_seq_length,
+        )
+        return config

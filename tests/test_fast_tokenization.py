@@ -195,7 +195,7 @@ def test_bad_input_raises(tmp_path, vocab_file):
     with pytest.raises(ValueError, match="expects a string tensor \\[batch\\]"):
         _fast(vocab_file, True).tokenize(tf.constant([["a"]]))
     with pytest.raises(ValueError, match="max_seq_length=1"):
-        fast_tokenization.BertPreprocessor(vocab_file, max_seq_length=1)
+        packing.BertPreprocessor(vocab_file, max_seq_length=1)
     ids = tf.ragged.constant([[5]])
     with pytest.raises(ValueError, match="at least 3 for text pairs"):
         packing.pack_inputs(ids, ids, 2, 101, 102)
@@ -212,7 +212,7 @@ def test_inside_tf_data(oracle_flags, vocab_file, corpus_bytes):
     got = [ids for batch in dataset for ids in batch.to_list()]
     assert got == _original_ids(original.FullTokenizer(vocab_file, True), texts)
 
-    preprocessor = fast_tokenization.BertPreprocessor(vocab_file, max_seq_length=16)
+    preprocessor = packing.BertPreprocessor(vocab_file, max_seq_length=16)
     pairs = (tf.constant(texts[:300]), tf.constant(texts[300:600]))
     dataset = tf.data.Dataset.from_tensor_slices(pairs).batch(64).map(preprocessor)
     batches = list(dataset)
@@ -253,7 +253,7 @@ class _Serving(tf.Module):
 
 def test_saved_model_in_fresh_process(tmp_path, vocab_file, corpus_bytes):
     texts = corpus_bytes[:200]
-    preprocessor = fast_tokenization.BertPreprocessor(vocab_file, max_seq_length=24)
+    preprocessor = packing.BertPreprocessor(vocab_file, max_seq_length=24)
     tf.saved_model.save(_Serving(preprocessor), str(tmp_path / "model"))
     np.savez(tmp_path / "in.npz", texts=np.array(texts, dtype=object))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
@@ -342,7 +342,7 @@ def test_packing_matches_original_convert_single_example(oracle_flags, vocab_fil
 
 
 def test_preprocessor_as_keras_model_and_config(vocab_file):
-    preprocessor = fast_tokenization.BertPreprocessor(vocab_file, max_seq_length=8)
+    preprocessor = packing.BertPreprocessor(vocab_file, max_seq_length=8)
     text_a = keras.Input(shape=(), dtype="string")
     text_b = keras.Input(shape=(), dtype="string")
     model = keras.Model([text_a, text_b], preprocessor(text_a, text_b))
@@ -351,7 +351,7 @@ def test_preprocessor_as_keras_model_and_config(vocab_file):
     assert outputs["input_ids"].numpy().tolist() == [[101, 7592, 1010, 2088, 102, 2129, 2024, 102]]
     assert outputs["segment_ids"].numpy().tolist() == [[0, 0, 0, 0, 0, 1, 1, 1]]
     assert outputs["input_mask"].dtype == tf.int32
-    clone = fast_tokenization.BertPreprocessor.from_config(preprocessor.get_config())
+    clone = packing.BertPreprocessor.from_config(preprocessor.get_config())
     assert clone.max_seq_length == 8 and clone.do_lower_case and clone.vocab_file == vocab_file
 
 
