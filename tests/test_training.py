@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -530,3 +531,44 @@ def test_task_losses_match_the_original_on_real_pretraining_data(tmp_path):
         nsp_expected,
         atol=1e-6,
     )
+
+
+def test_predict_with_xla_matches_eager_model_in_order(tmp_path):
+    """Trainer.predict (with and without XLA, short last batch) equals calling the model."""
+    from training.loop import TrainConfig, Trainer
+    from training.strategy import create_strategy
+    from training.tasks import ClassifierTask
+
+    config = BertConfig(
+        vocab_size=64,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    )
+    rng = np.random.default_rng(3)
+    n, seq = 10, 12
+    lengths = rng.integers(3, seq + 1, n)
+    mask = (np.arange(seq)[None] < lengths[:, None]).astype(np.int32)
+    features = {
+        "input_ids": rng.integers(1, 64, (n, seq)).astype(np.int32) * mask,
+        "input_mask": mask,
+        "segment_ids": (np.arange(seq)[None] >= lengths[:, None] // 2).astype(np.int32) * mask,
+        "label_ids": rng.integers(0, 3, n).astype(np.int32),
+    }
+    dataset = tf.data.Dataset.from_tensor_slices(features).batch(4)  # 4 + 4 + 2
+    strategy = create_strategy("one_device")
+    outputs = {}
+    for xla in (False, True):
+        keras.utils.set_random_seed(7)
+        trainer = Trainer(
+            ClassifierTask(config, 3),
+            strategy,
+            TrainConfig(output_dir=str(tmp_path / str(xla)), jit_compile=xla),
+        )
+        outputs[xla] = trainer.predict(dataset, lambda aux: {"p": aux["predictions"]})["p"]
+        expected = trainer.task.forward(features, training=False)["predictions"].numpy()
+        np.testing.assert_allclose(outputs[xla], expected, rtol=0, atol=1e-5)
+    assert outputs[False].shape == (n, 3)
+    np.testing.assert_allclose(outputs[True], outputs[False], rtol=0, atol=1e-5)

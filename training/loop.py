@@ -329,6 +329,10 @@ class Trainer:
         def replica_predict(features):
             return outputs_fn(self.task.forward(features, training=False))
 
+        if self.config.jit_compile:
+            # One compilation per batch shape: the full batches and a short last one.
+            replica_predict = tf.function(replica_predict, jit_compile=True)
+
         @tf.function
         def predict_step(batch):
             per_replica = self.strategy.run(replica_predict, args=(batch,))
