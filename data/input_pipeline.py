@@ -62,9 +62,11 @@ def check_record_lengths(path, feature_spec, producer="create_pretraining_data.p
     raise ValueError(f"{path} holds no records.")
 
 
-def _decoder(feature_spec):
-    def decode(record):
-        example = tf.io.parse_single_example(record, feature_spec)
+def _batch_decoder(feature_spec):
+    def decode(records):
+        # One vectorised parse per batch costs a fraction of per-record parsing, and the CPU
+        # that feeds the model is the one that runs it.
+        example = tf.io.parse_example(records, feature_spec)
         # TPUs only take int32; the files hold int64.
         return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in example.items()}
 
@@ -114,8 +116,8 @@ def pretraining_dataset(
     if skip_batches:
         # Skipping raw records before parsing costs only the reads.
         ds = ds.skip(skip_batches * batch_size)
-    ds = ds.map(_decoder(spec), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     ds = ds.batch(batch_size, drop_remainder=True)
+    ds = ds.map(_batch_decoder(spec), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
@@ -160,6 +162,6 @@ def classifier_dataset(
         ds = ds.repeat().shuffle(100, seed=seed)
         if skip_batches:
             ds = ds.skip(skip_batches * batch_size)
-    ds = ds.map(_decoder(spec), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    ds = ds.map(_batch_decoder(spec), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)

@@ -120,6 +120,8 @@ class Trainer:
         self.step = self._restore_or_init()
         # (step, loss of the last update of each compiled call), for callers and tests.
         self.loss_history = []
+        # Compiled predict steps by `outputs_fn`: eval and predict sets reuse one trace.
+        self._predict_fns = {}
 
     def _restore_or_init(self):
         latest = self.checkpointer.latest()
@@ -325,7 +327,17 @@ class Trainer:
         Returns:
             dict name -> np.ndarray concatenated over all examples.
         """
+        predict_step = self._predict_fns.get(outputs_fn)
+        if predict_step is None:
+            predict_step = self._predict_fns[outputs_fn] = self._make_predict_fn(outputs_fn)
 
+        collected = {}
+        for batch in self.strategy.experimental_distribute_dataset(dataset):
+            for name, value in predict_step(batch).items():
+                collected.setdefault(name, []).append(value.numpy())
+        return {name: np.concatenate(parts) for name, parts in collected.items()}
+
+    def _make_predict_fn(self, outputs_fn):
         def replica_predict(features):
             return outputs_fn(self.task.forward(features, training=False))
 
@@ -341,11 +353,7 @@ class Trainer:
                 for k, v in per_replica.items()
             }
 
-        collected = {}
-        for batch in self.strategy.experimental_distribute_dataset(dataset):
-            for name, value in predict_step(batch).items():
-                collected.setdefault(name, []).append(value.numpy())
-        return {name: np.concatenate(parts) for name, parts in collected.items()}
+        return predict_step
 
     def export_original(self, output_dir, config_json):
         """Writes `bert_model.ckpt` (original names, heads included) and `bert_config.json`."""
