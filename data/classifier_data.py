@@ -1,7 +1,7 @@
 """Sentence (pair) classification data: task registry, features and TFRecord files.
 
-`PROCESSORS` maps each task name to its processor class (see `data.glue_processors`); a new task
-is one `DataProcessor` subclass added there. `convert_single_example` builds the model inputs
+`PROCESSORS` maps each task name to its processor class (`data.glue_processors`, on the base
+classes of `data.processor_base`); a new task is one `DataProcessor` subclass added there. `convert_single_example` builds the model inputs
 exactly as the original `run_classifier.py`, and `write_classifier_tfrecord` writes them in the
 original's record layout.
 """
@@ -15,11 +15,8 @@ from data.features import pack_tokens
 from data.glue_processors import (
     AxProcessor,
     ColaProcessor,
-    DataProcessor,
-    InputExample,
     MnliProcessor,
     MrpcProcessor,
-    PaddingInputExample,
     QnliProcessor,
     QqpProcessor,
     RteProcessor,
@@ -28,6 +25,7 @@ from data.glue_processors import (
     WnliProcessor,
     XnliProcessor,
 )
+from data.processor_base import DataProcessor, InputExample, PaddingInputExample
 
 __all__ = [
     "PROCESSORS",

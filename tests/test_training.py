@@ -128,6 +128,15 @@ def test_mirrored_and_accumulation_match_one_device(data, tmp_path):
     del first
 
 
+def test_xla_with_fused_update_matches_plain_step(data, tmp_path):
+    """--use_xla on one replica compiles the update too; training is unchanged by it."""
+    plain = _run_harness(data, tmp_path / "a", tmp_path / "a.npz", "--batch", 8)
+    xla = _run_harness(data, tmp_path / "b", tmp_path / "b.npz", "--batch", 8, "--xla")
+    assert len(xla["losses"]) == 10
+    assert np.abs(plain["losses"] - xla["losses"]).max() <= 1e-4
+    assert _max_weight_diff(plain, xla) <= 1e-4
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -145,7 +145,6 @@ class Trainer:
         ctx = tf.distribute.get_replica_context()
         weights = ctx.all_reduce("sum", task.loss_weights(features))
         denominators = [w + eps for w, eps in zip(weights, task.loss_epsilons, strict=True)]
-        tvars = self.model.trainable_variables
         k = cfg.num_accumulation_steps
 
         def micro_step(micro):
@@ -164,9 +163,14 @@ class Trainer:
                 loss += micro_loss
                 grads = [a + b for a, b in zip(grads, micro_grads, strict=True)]
         loss, *grads = ctx.all_reduce("sum", [loss, *grads])
+        return self._update(loss, grads)
+
+    def _clip_and_apply(self, loss, grads):
+        """Unscales and clips the summed gradients, then updates the variables."""
+        tvars = self.model.trainable_variables
         grads = [g / self.loss_scale for g in grads]
-        grads, _ = tf.clip_by_global_norm(grads, cfg.clip_norm)
-        if cfg.precision != "mixed_float16":
+        grads, _ = tf.clip_by_global_norm(grads, self.config.clip_norm)
+        if self.config.precision != "mixed_float16":
             self.optimizer.apply_gradients(zip(grads, tvars, strict=True))
             return loss
         return self._apply_with_loss_scale(loss, grads, tvars)
@@ -227,12 +231,23 @@ class Trainer:
             The final step.
         """
         cfg = self.config
-        # XLA compiles the forward and backward pass; the cross-replica sum and the update
-        # stay outside it.
+        # XLA compiles the forward and backward pass; the cross-replica sum stays outside it.
+        # The update (clip + optimizer) is compiled too where it needs no cross-replica call:
+        # one replica and no loss-scaling branch; unfused it costs about 7% of a step.
         self._loss_and_grads = (
             tf.function(self._micro_loss_and_grads, jit_compile=True)
             if cfg.jit_compile
             else self._micro_loss_and_grads
+        )
+        fuse_update = (
+            cfg.jit_compile
+            and self.strategy.num_replicas_in_sync == 1
+            and cfg.precision != "mixed_float16"
+        )
+        self._update = (
+            tf.function(self._clip_and_apply, jit_compile=True)
+            if fuse_update
+            else self._clip_and_apply
         )
         if self.step >= cfg.num_train_steps:
             logging.info("Already trained to step %d; nothing to do.", self.step)

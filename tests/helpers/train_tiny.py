@@ -23,6 +23,7 @@ def main():
     parser.add_argument("--save_every", type=int, default=1000)
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--deterministic", action="store_true")
+    parser.add_argument("--xla", action="store_true")
     args = parser.parse_args()
 
     import keras
@@ -53,6 +54,7 @@ def main():
         iterations_per_loop=1,
         log_every_steps=1,
         num_accumulation_steps=args.accumulation,
+        jit_compile=args.xla,
     )
     trainer = Trainer(PretrainingTask(config), strategy, train_config)
     start = trainer.step
