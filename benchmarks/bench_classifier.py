@@ -33,7 +33,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench_pretraining_loop import bert_config  # noqa: E402  (benchmarks/ is on sys.path)
+from bench_pretraining_loop import bert_config, timed_train  # noqa: E402  (benchmarks/ is on sys.path)
 
 NUM_LABELS = 2
 
@@ -149,19 +149,12 @@ def _trainer(args, config, num_steps):
 
 def run_train(args, config):
     trainer = _trainer(args, config, args.warmup + args.steps)
-    # Time from the end of the first call that reaches `warmup` steps to the end of training.
-    marks = []
-
-    class TimedHistory(list):
-        def append(self, entry):
-            marks.append((entry[0], time.perf_counter()))
-            super().append(entry)
-
-    trainer.loss_history = TimedHistory()
-    trainer.train(lambda skip: _dataset(args, args.batch, is_training=True, skip=skip))
-    start_step, start_time = next((s, t) for s, t in marks if s >= args.warmup)
-    end_step, end_time = marks[-1]
-    return (end_step - start_step) * args.batch / (end_time - start_time)
+    return timed_train(
+        trainer,
+        lambda skip: _dataset(args, args.batch, is_training=True, skip=skip),
+        args.warmup,
+        args.batch,
+    )
 
 
 def run_predict(args, config):

@@ -162,16 +162,8 @@ def run_loop(args, config):
             jit_compile=args.xla,
         ),
     )
-    # Time from the end of the first call that reaches `warmup` steps to the end of training.
-    marks = []
-
-    class TimedHistory(list):
-        def append(self, entry):
-            marks.append((entry[0], time.perf_counter()))
-            super().append(entry)
-
-    trainer.loss_history = TimedHistory()
-    trainer.train(
+    return timed_train(
+        trainer,
         lambda skip: input_pipeline.pretraining_dataset(
             [args.data],
             args.seq,
@@ -180,11 +172,30 @@ def run_loop(args, config):
             is_training=True,
             seed=1,
             skip_batches=skip,
-        )
+        ),
+        args.warmup,
+        args.batch,
     )
-    start_step, start_time = next((s, t) for s, t in marks if s >= args.warmup)
+
+
+def timed_train(trainer, dataset_fn, warmup, batch):
+    """Runs `trainer.train(dataset_fn)`; examples/s after the first `warmup` steps.
+
+    Timed from the end of the first compiled call that reaches `warmup` steps to the end of
+    training, so `warmup` should be a multiple of the trainer's steps per call.
+    """
+    marks = []
+
+    class TimedHistory(list):
+        def append(self, entry):
+            marks.append((entry[0], time.perf_counter()))
+            super().append(entry)
+
+    trainer.loss_history = TimedHistory()
+    trainer.train(dataset_fn)
+    start_step, start_time = next((s, t) for s, t in marks if s >= warmup)
     end_step, end_time = marks[-1]
-    return (end_step - start_step) * args.batch / (end_time - start_time)
+    return (end_step - start_step) * batch / (end_time - start_time)
 
 
 def measure(args):

@@ -17,7 +17,7 @@ from modeling import checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
 from modeling.heads import PretrainingHeads
-from tests.helpers.pretraining_records import write_config, write_records
+from tests.helpers.pretraining_records import TINY_CONFIG, write_config, write_records
 from training.tasks import PretrainingTask
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -548,20 +548,13 @@ def test_predict_with_xla_matches_eager_model_in_order(tmp_path):
     from training.strategy import create_strategy
     from training.tasks import ClassifierTask
 
-    config = BertConfig(
-        vocab_size=64,
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=32,
-    )
+    config = BertConfig(**TINY_CONFIG)
     rng = np.random.default_rng(3)
     n, seq = 10, 12
     lengths = rng.integers(3, seq + 1, n)
     mask = (np.arange(seq)[None] < lengths[:, None]).astype(np.int32)
     features = {
-        "input_ids": rng.integers(1, 64, (n, seq)).astype(np.int32) * mask,
+        "input_ids": rng.integers(1, TINY_CONFIG["vocab_size"], (n, seq)).astype(np.int32) * mask,
         "input_mask": mask,
         "segment_ids": (np.arange(seq)[None] >= lengths[:, None] // 2).astype(np.int32) * mask,
         "label_ids": rng.integers(0, 3, n).astype(np.int32),
