@@ -7,7 +7,6 @@ norm 1.0 as one vector and applied once: the same update as one large batch on o
 """
 
 import dataclasses
-import signal
 
 import keras
 import numpy as np
@@ -18,6 +17,7 @@ from modeling import checkpoint as ckpt_lib
 from modeling.optimization import create_optimizer
 from training import summaries
 from training.checkpoints import TrainingCheckpointer
+from training.stop_signals import StopRequest
 from training.strategy import is_chief
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -265,7 +265,7 @@ class Trainer:
         train_steps = self._make_train_fn()
         writer = summaries.SummaryWriter(cfg.output_dir, "train", enabled=is_chief(self.strategy))
         progress = summaries.Progress(self.step, cfg.num_train_steps, cfg.train_batch_size)
-        stop = _StopRequest()
+        stop = StopRequest()
         logging.info("***** Running training *****")
         logging.info("  Batch size = %d", cfg.train_batch_size)
         logging.info("  Num steps = %d", cfg.num_train_steps)
@@ -395,25 +395,3 @@ def _steps_until_boundary(step, cfg):
     for every in (cfg.save_checkpoints_steps, cfg.log_every_steps):
         limits.append(every - step % every)
     return max(1, min(limits))
-
-
-class _StopRequest:
-    """Turns SIGTERM/SIGINT into a flag checked between compiled calls."""
-
-    def __init__(self):
-        self.requested, self.signum, self._old = False, 0, {}
-
-    def _handle(self, signum, frame):
-        self.requested, self.signum = True, signum
-
-    def __enter__(self):
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                self._old[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread
-                pass
-        return self
-
-    def __exit__(self, *exc):
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
