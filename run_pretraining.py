@@ -21,6 +21,7 @@ from data import input_pipeline
 from modeling.config import BertConfig
 from training import flags as training_flags
 from training.loop import Trainer
+from training.strategy import input_in_background
 from training.summaries import write_eval_results
 from training.tasks import PretrainingTask
 
@@ -78,6 +79,7 @@ def main(_):
             is_training=is_training,
             seed=FLAGS.seed,
             skip_batches=skip,
+            background=is_training or input_in_background(strategy),
         )
 
     if FLAGS.do_train:

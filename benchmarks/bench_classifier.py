@@ -62,11 +62,18 @@ def write_features(path, n, seq, seed=0):
     classifier_data.write_classifier_tfrecord(features, path, is_regression=False)
 
 
-def _dataset(args, batch, is_training, skip=0):
+def _dataset(args, batch, is_training, skip=0, background=True):
     from data import input_pipeline
 
     return input_pipeline.classifier_dataset(
-        args.data, args.seq, False, batch, is_training, seed=args.seed, skip_batches=skip
+        args.data,
+        args.seq,
+        False,
+        batch,
+        is_training,
+        seed=args.seed,
+        skip_batches=skip,
+        background=background,
     )
 
 
@@ -158,10 +165,15 @@ def run_train(args, config):
 
 
 def run_predict(args, config):
+    from training.strategy import input_in_background
+
     trainer = _trainer(args, config, 1)
-    warm = _dataset(args, args.predict_batch, is_training=False).take(args.warmup)
+    # As run_classifier: input on background threads unless the strategy is one CPU replica.
+    background = input_in_background(trainer.strategy)
+    warm = _dataset(args, args.predict_batch, False, background=background).take(args.warmup)
     trainer.predict(warm, _outputs_fn)
-    dataset = _dataset(args, args.predict_batch, is_training=False).take(args.predict_steps)
+    dataset = _dataset(args, args.predict_batch, False, background=background)
+    dataset = dataset.take(args.predict_steps)
     start = time.perf_counter()
     outputs = trainer.predict(dataset, _outputs_fn)
     elapsed = time.perf_counter() - start

@@ -62,7 +62,9 @@ def check_record_lengths(path, feature_spec, producer="create_pretraining_data.p
     raise ValueError(f"{path} holds no records.")
 
 
-def _batch_decoder(feature_spec):
+def _decode_batches(ds, feature_spec, background):
+    """Parses batches of serialized records; prefetches them on background threads if asked."""
+
     def decode(records):
         # One vectorised parse per batch costs a fraction of per-record parsing, and the CPU
         # that feeds the model is the one that runs it.
@@ -70,7 +72,11 @@ def _batch_decoder(feature_spec):
         # TPUs only take int32; the files hold int64.
         return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in example.items()}
 
-    return decode
+    if not background:
+        # Parsed on the caller's thread when asked for: no tf.data thread runs beside the model.
+        return ds.map(decode)
+    ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return ds.prefetch(tf.data.AUTOTUNE)
 
 
 def pretraining_dataset(
@@ -81,6 +87,7 @@ def pretraining_dataset(
     is_training,
     seed=None,
     skip_batches=0,
+    background=True,
 ):
     """The original run_pretraining input pipeline, made deterministic for a given seed.
 
@@ -96,6 +103,7 @@ def pretraining_dataset(
         is_training: training or evaluation order.
         seed: shuffle seed (training); the same seed gives the same batches.
         skip_batches: batches to skip (resume at the position of a checkpoint).
+        background: parse and prefetch on tf.data threads (False: on the consumer's thread).
 
     Returns:
         A `tf.data.Dataset` of dicts of `[batch_size, ...]` tensors (int32 and float32).
@@ -117,8 +125,7 @@ def pretraining_dataset(
         # Skipping raw records before parsing costs only the reads.
         ds = ds.skip(skip_batches * batch_size)
     ds = ds.batch(batch_size, drop_remainder=True)
-    ds = ds.map(_batch_decoder(spec), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return ds.prefetch(tf.data.AUTOTUNE)
+    return _decode_batches(ds, spec, background)
 
 
 def classifier_dataset(
@@ -130,6 +137,7 @@ def classifier_dataset(
     seed=None,
     drop_remainder=None,
     skip_batches=0,
+    background=True,
 ):
     """The original run_classifier input pipeline over a file of `write_classifier_tfrecord`.
 
@@ -146,6 +154,7 @@ def classifier_dataset(
         seed: shuffle seed (training); the same seed gives the same batches.
         drop_remainder: drop a last short batch; None for the original's choice (training only).
         skip_batches: training batches to skip (resume at the position of a checkpoint).
+        background: parse and prefetch on tf.data threads (False: on the consumer's thread).
 
     Returns:
         A `tf.data.Dataset` of dicts: `input_ids`, `input_mask`, `segment_ids` int32
@@ -163,5 +172,4 @@ def classifier_dataset(
         if skip_batches:
             ds = ds.skip(skip_batches * batch_size)
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
-    ds = ds.map(_batch_decoder(spec), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return ds.prefetch(tf.data.AUTOTUNE)
+    return _decode_batches(ds, spec, background)

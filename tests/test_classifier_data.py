@@ -162,6 +162,12 @@ def test_classifier_dataset_orders(tmp_path):
     assert np.concatenate([b["input_ids"][:, 0] for b in batches]).tolist() == list(range(10))
     assert batches[-1]["is_real_example"].numpy().tolist() == [1, 0]
     assert {k: v.dtype for k, v in batches[0].items()} == dict.fromkeys(batches[0], tf.int32)
+    # Read on the caller's thread (one CPU replica): the same batches.
+    foreground = list(classifier_dataset(path, 4, False, 4, False, background=False))
+    for got, want in zip(foreground, batches, strict=True):
+        assert {k: v.numpy().tolist() for k, v in got.items()} == {
+            k: v.numpy().tolist() for k, v in want.items()
+        }
 
     def first_ids(seed, skip=0, count=6):
         ds = classifier_dataset(path, 4, False, 4, True, seed=seed, skip_batches=skip)

@@ -9,6 +9,7 @@ from absl import logging
 from data import classifier_data, glue_submission, input_pipeline
 from training import metrics
 from training.loop import TrainConfig, Trainer
+from training.strategy import input_in_background
 from training.summaries import write_eval_results
 from training.tasks import ClassifierTask
 
@@ -43,7 +44,7 @@ def _features(processor, examples, run, tokenizer, name):
     return path
 
 
-def _dataset(path, run, processor, batch_size, is_training, skip=0):
+def _dataset(path, run, processor, batch_size, is_training, strategy, skip=0):
     return input_pipeline.classifier_dataset(
         path,
         run.max_seq_length,
@@ -52,6 +53,7 @@ def _dataset(path, run, processor, batch_size, is_training, skip=0):
         is_training,
         seed=run.seed,
         skip_batches=skip,
+        background=is_training or input_in_background(strategy),
     )
 
 
@@ -114,7 +116,9 @@ def run_classifier(run, bert_config, processor, tokenizer, strategy, train_confi
     if run.do_train:
         path = _features(processor, train_examples, run, tokenizer, "train")
         logging.info("  Num examples = %d", len(train_examples))
-        trainer.train(lambda skip: _dataset(path, run, processor, run.train_batch_size, True, skip))
+        trainer.train(
+            lambda skip: _dataset(path, run, processor, run.train_batch_size, True, strategy, skip)
+        )
 
     def outputs_fn(aux):
         return {k: aux[k] for k in ("predictions", "per_example_loss", "labels", "real")}
@@ -129,7 +133,7 @@ def run_classifier(run, bert_config, processor, tokenizer, strategy, train_confi
             )
             logging.info("  Batch size = %d", run.eval_batch_size)
             outputs = trainer.predict(
-                _dataset(path, run, processor, run.eval_batch_size, False), outputs_fn
+                _dataset(path, run, processor, run.eval_batch_size, False, strategy), outputs_fn
             )
             # MNLI's mismatched set reports under eval_mismatched_* beside the matched keys.
             prefix = "" if index == 0 else name.replace("dev_", "")
@@ -153,7 +157,7 @@ def run_classifier(run, bert_config, processor, tokenizer, strategy, train_confi
                 "  Num examples = %d (%d actual, %d padding)", len(examples), len(examples), 0
             )
             outputs = trainer.predict(
-                _dataset(path, run, processor, run.predict_batch_size, False), outputs_fn
+                _dataset(path, run, processor, run.predict_batch_size, False, strategy), outputs_fn
             )
             predictions = outputs["predictions"]
             if len(predictions) != len(examples):

@@ -18,7 +18,7 @@ from modeling.optimization import create_optimizer
 from training import summaries
 from training.checkpoints import TrainingCheckpointer
 from training.stop_signals import StopRequest
-from training.strategy import is_chief
+from training.strategy import inference_batches, is_chief
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -323,7 +323,7 @@ class Trainer:
         totals = {name: [0.0, 0.0] for name in task.metric_names}
         loss_sum, batches = 0.0, 0
         logging.info("***** Running evaluation *****")
-        iterator = iter(self.strategy.experimental_distribute_dataset(dataset))
+        iterator = inference_batches(self.strategy, dataset)
         for _ in range(max_eval_steps):
             try:
                 batch = next(iterator)
@@ -355,7 +355,7 @@ class Trainer:
             predict_step = self._predict_fns[outputs_fn] = self._make_predict_fn(outputs_fn)
 
         collected = {}
-        for batch in self.strategy.experimental_distribute_dataset(dataset):
+        for batch in inference_batches(self.strategy, dataset):
             for name, value in predict_step(batch).items():
                 collected.setdefault(name, []).append(value.numpy())
         return {name: np.concatenate(parts) for name, parts in collected.items()}

@@ -24,6 +24,7 @@ def main():
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--deterministic", action="store_true")
     parser.add_argument("--xla", action="store_true")
+    parser.add_argument("--eval_steps", type=int, default=0, help="Evaluate after training.")
     args = parser.parse_args()
 
     import keras
@@ -34,7 +35,7 @@ def main():
     from modeling.config import BertConfig
     from tests.helpers.pretraining_records import TINY_CONFIG
     from training.loop import TrainConfig, Trainer
-    from training.strategy import create_strategy
+    from training.strategy import create_strategy, input_in_background
     from training.tasks import PretrainingTask
 
     if args.deterministic:
@@ -64,10 +65,20 @@ def main():
         )
     )
     weights = {n: v.numpy() for n, v in trainer.task.variable_map().items()}
+    # As run_pretraining: eval input on background threads unless one CPU replica.
+    background = input_in_background(strategy)
+    evaluation = {}
+    if args.eval_steps:
+        eval_data = input_pipeline.pretraining_dataset(
+            [args.data], 32, 5, args.batch, is_training=False, background=background
+        )
+        evaluation = trainer.evaluate(eval_data, args.eval_steps)
     np.savez(
         args.result,
         start_step=start,
         replicas=strategy.num_replicas_in_sync,
+        background=background,
+        **{"eval/" + k: v for k, v in evaluation.items()},
         losses=np.array([loss for _, loss in trainer.loss_history]),
         **{"w/" + n: v for n, v in weights.items()},
     )
