@@ -178,24 +178,27 @@ def run_loop(args, config):
     )
 
 
-def timed_train(trainer, dataset_fn, warmup, batch):
+def timed_train(trainer, dataset_fn, warmup, batch, with_cpu=False):
     """Runs `trainer.train(dataset_fn)`; examples/s after the first `warmup` steps.
 
     Timed from the end of the first compiled call that reaches `warmup` steps to the end of
-    training, so `warmup` should be a multiple of the trainer's steps per call.
+    training, so `warmup` should be a multiple of the trainer's steps per call. With `with_cpu`,
+    returns (examples per second, examples per CPU-second of the process).
     """
     marks = []
 
     class TimedHistory(list):
         def append(self, entry):
-            marks.append((entry[0], time.perf_counter()))
+            marks.append((entry[0], time.perf_counter(), time.process_time()))
             super().append(entry)
 
     trainer.loss_history = TimedHistory()
     trainer.train(dataset_fn)
-    start_step, start_time = next((s, t) for s, t in marks if s >= warmup)
-    end_step, end_time = marks[-1]
-    return (end_step - start_step) * batch / (end_time - start_time)
+    start_step, start_wall, start_cpu = next(m for m in marks if m[0] >= warmup)
+    end_step, end_wall, end_cpu = marks[-1]
+    examples = (end_step - start_step) * batch
+    rate = examples / (end_wall - start_wall)
+    return (rate, examples / (end_cpu - start_cpu)) if with_cpu else rate
 
 
 def measure(args):

