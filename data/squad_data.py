@@ -1,0 +1,468 @@
+"""SQuAD 1.1 / 2.0 question answering data: examples, doc-stride features and TFRecords.
+
+`read_squad_examples` splits each context on whitespace and maps the character-based answer
+annotation to those words; `convert_examples_to_features` WordPiece-tokenizes them, cuts long
+contexts into overlapping windows and labels each window, exactly as the original
+`run_squad.py`; `write_squad_tfrecord` writes the original's record layout. Turning model
+logits back into answer strings lives in `data.squad_postprocess`.
+"""
+
+import dataclasses
+import json
+import os
+
+from absl import logging
+
+from data.tokenization import whitespace_tokenize
+
+__all__ = [
+    "SquadExample",
+    "SquadFeatures",
+    "convert_examples_to_features",
+    "read_squad_examples",
+    "squad_feature_spec",
+    "write_squad_tfrecord",
+]
+
+# The first unique id, as the original: ids are ten digits wide and never collide with 0.
+FIRST_UNIQUE_ID = 1000000000
+# Examples whose features are logged in full, as the original.
+_NUM_LOGGED = 20
+# Whitespace for splitting contexts into words. Narrower than `str.isspace` on purpose: the
+# original's rule (which includes U+202F NARROW NO-BREAK SPACE) defines the words that
+# answers map to and that predictions are cut from.
+_CONTEXT_WHITESPACE = frozenset(" \t\r\n\u202f")
+
+
+@dataclasses.dataclass
+class SquadExample:
+    """One question about one paragraph.
+
+    Attributes:
+        qas_id: the question's `id` in the SQuAD file.
+        question_text: the question.
+        doc_tokens: the context split on whitespace (see `read_squad_examples`).
+        orig_answer_text: the annotated answer (training only; "" if impossible).
+        start_position: index in `doc_tokens` of the answer's first word (training only;
+            -1 if impossible).
+        end_position: index of its last word (training only; -1 if impossible).
+        is_impossible: the question has no answer in the paragraph (SQuAD 2.0 training).
+    """
+
+    qas_id: str
+    question_text: str
+    doc_tokens: list
+    orig_answer_text: str | None = None
+    start_position: int | None = None
+    end_position: int | None = None
+    is_impossible: bool = False
+
+
+@dataclasses.dataclass
+class SquadFeatures:
+    """The model inputs of one window of one example.
+
+    Attributes:
+        unique_id: id of this feature, counting from 1000000000 across all examples.
+        example_index: position of its example in the converted list.
+        doc_span_index: which window of the example's context this is.
+        tokens: `[CLS] query [SEP] window [SEP]` WordPiece tokens, without padding.
+        token_to_orig_map: position in `tokens` -> index in the example's `doc_tokens`, for
+            every window position.
+        token_is_max_context: position -> whether this window gives that token its most
+            balanced context among all windows holding it.
+        input_ids: int list [max_seq_length], padded with 0.
+        input_mask: 1 for real tokens, 0 for padding.
+        segment_ids: 0 for `[CLS]`, the query and its `[SEP]`; 1 for the window and last `[SEP]`.
+        start_position: answer start in `tokens` (training; 0 when the answer is impossible or
+            not wholly inside this window).
+        end_position: answer end, likewise.
+        is_impossible: the example's `is_impossible`.
+    """
+
+    unique_id: int
+    example_index: int
+    doc_span_index: int
+    tokens: list
+    token_to_orig_map: dict
+    token_is_max_context: dict
+    input_ids: list
+    input_mask: list
+    segment_ids: list
+    start_position: int | None = None
+    end_position: int | None = None
+    is_impossible: bool | None = None
+
+
+def _load_json(input_file):
+    try:
+        if "://" in input_file:
+            import tensorflow as tf  # only for remote file systems such as gs://
+
+            with tf.io.gfile.GFile(input_file, "r") as reader:
+                return json.load(reader)
+        with open(input_file, encoding="utf-8") as reader:
+            return json.load(reader)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"Cannot read SQuAD file {input_file!r}: {err}") from err
+
+
+def _split_context(context):
+    """Returns the whitespace-separated words and, per character, the index of its word.
+
+    A whitespace character maps to the word before it (-1 before the first word).
+    """
+    doc_tokens = []
+    char_to_word_offset = []
+    after_space = True
+    for char in context:
+        if char in _CONTEXT_WHITESPACE:
+            after_space = True
+        elif after_space:
+            doc_tokens.append(char)
+            after_space = False
+        else:
+            doc_tokens[-1] += char
+        char_to_word_offset.append(len(doc_tokens) - 1)
+    return doc_tokens, char_to_word_offset
+
+
+def _get(mapping, key, kind, where):
+    """`mapping[key]` checked for type, or a ValueError that says where the data is bad."""
+    if not isinstance(mapping, dict) or key not in mapping:
+        raise ValueError(f"{where}: missing the {key!r} field.")
+    value = mapping[key]
+    if not isinstance(value, kind):
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise ValueError(f"{where}: {key!r} should be of type {names}, got {value!r}.")
+    return value
+
+
+def _read_question(qa, words, is_training, with_negative, where):
+    """Returns the `SquadExample` of one entry of "qas", or None if its answer is not found.
+
+    `words` holds the context, its words and its character-to-word map (`_split_context`).
+    """
+    context, doc_tokens, char_to_word_offset = words
+    qid = qa.get("id") if isinstance(qa, dict) else None
+    where = f"{where}, question {qid!r}"
+    example = SquadExample(
+        qas_id=_get(qa, "id", (str, int), where),
+        question_text=_get(qa, "question", str, where),
+        doc_tokens=doc_tokens,
+    )
+    if not is_training:
+        return example
+    if with_negative:
+        example.is_impossible = _get(qa, "is_impossible", bool, where)
+    if example.is_impossible:
+        example.orig_answer_text = ""
+        example.start_position = example.end_position = -1
+        return example
+    answers = _get(qa, "answers", list, where)
+    if len(answers) != 1:
+        raise ValueError(
+            f"{where}: for training, each question should have exactly 1 answer; it has "
+            f"{len(answers)}."
+        )
+    text = _get(answers[0], "text", str, where)
+    offset = _get(answers[0], "answer_start", int, where)
+    if not 0 <= offset < len(context) or offset + len(text) > len(context):
+        raise ValueError(
+            f"{where}: answer_start {offset} with an answer of {len(text)} characters does not "
+            f"fit in the context of {len(context)} characters."
+        )
+    first = char_to_word_offset[offset]
+    last = char_to_word_offset[offset + len(text) - 1]
+    # Keep only answers that the words reproduce; a miss is usually an offset broken by odd
+    # Unicode, and the question is dropped rather than trained on a wrong span.
+    actual_text = " ".join(doc_tokens[first : last + 1])
+    cleaned_answer_text = " ".join(whitespace_tokenize(text))
+    if cleaned_answer_text not in actual_text:
+        logging.warning("Could not find answer: '%s' vs. '%s'", actual_text, cleaned_answer_text)
+        return None
+    example.orig_answer_text = text
+    example.start_position, example.end_position = first, last
+    return example
+
+
+def read_squad_examples(input_file, is_training, version_2_with_negative=False):
+    """Reads a SQuAD JSON file (`{"data": [{"paragraphs": [{"context", "qas"}]}]}`).
+
+    Contexts are split into words on space, tab, CR, LF and U+202F only. For training, each
+    question must have exactly one answer (or, with `version_2_with_negative`, be marked
+    `is_impossible`); the answer's characters are mapped to words, and a question whose answer
+    text is not found in those words is logged ("Could not find answer") and skipped. The
+    examples keep the file's order (shuffling for training is the caller's choice).
+
+    Args:
+        input_file: path of the JSON file (a local path or any `tf.io.gfile` URL).
+        is_training: read the answers and positions.
+        version_2_with_negative: SQuAD 2.0: read each question's `is_impossible` (training).
+
+    Returns:
+        list of `SquadExample`.
+
+    Raises:
+        ValueError: if the file cannot be read or parsed, or its structure is not SQuAD's
+            (the message names the file and the question id).
+    """
+    dataset = _load_json(input_file)
+    source = f"SQuAD file {input_file}"
+    with_negative = version_2_with_negative
+    examples = []
+    for i, entry in enumerate(_get(dataset, "data", list, source)):
+        where = f"{source}, data[{i}]"
+        for j, paragraph in enumerate(_get(entry, "paragraphs", list, where)):
+            where_paragraph = f"{where}.paragraphs[{j}]"
+            context = _get(paragraph, "context", str, where_paragraph)
+            words = (context, *_split_context(context))
+            for qa in _get(paragraph, "qas", list, where_paragraph):
+                example = _read_question(qa, words, is_training, with_negative, source)
+                if example is not None:
+                    examples.append(example)
+    return examples
+
+
+def _improve_answer_span(doc_tokens, start, end, tokenizer, orig_answer_text):
+    """Returns the tightest (start, end) inside the span whose pieces spell the answer.
+
+    Annotations are by character, so the words holding an answer can carry more: for the
+    answer "1895" in "(1895-1943).", the words give the whole parenthesis, while the pieces
+    "( 1895 - 1943 ) ." contain it exactly. When no sub-span matches (an answer that is part of
+    a word piece, like "Japan" in "Japanese") the span is kept.
+    """
+    answer_pieces = " ".join(tokenizer.tokenize(orig_answer_text))
+    for new_start in range(start, end + 1):
+        for new_end in range(end, new_start - 1, -1):
+            if " ".join(doc_tokens[new_start : new_end + 1]) == answer_pieces:
+                return new_start, new_end
+    return start, end
+
+
+def _doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
+    """Returns the (start, length) windows covering `num_tokens` pieces."""
+    spans = []
+    start = 0
+    while start < num_tokens:
+        length = min(num_tokens - start, max_tokens_for_doc)
+        spans.append((start, length))
+        if start + length == num_tokens:
+            break
+        start += min(length, doc_stride)
+    return spans
+
+
+def _max_context_spans(doc_spans, num_tokens):
+    """Returns, for each piece, the index of the window that gives it its best context.
+
+    A piece can sit in several windows; the score is the smaller of its left and right
+    context, plus 0.01 per window length to prefer longer windows. The first best wins.
+    """
+    best_scores = [None] * num_tokens
+    best_spans = [None] * num_tokens
+    for index, (start, length) in enumerate(doc_spans):
+        end = start + length - 1
+        for position in range(start, end + 1):
+            score = min(position - start, end - position) + 0.01 * length
+            if best_scores[position] is None or score > best_scores[position]:
+                best_scores[position], best_spans[position] = score, index
+    return best_spans
+
+
+def _log_feature(feature, is_training):
+    f = feature
+    logging.info("*** Example ***")
+    for name, value in (
+        ("unique_id", f.unique_id),
+        ("example_index", f.example_index),
+        ("doc_span_index", f.doc_span_index),
+        ("tokens", " ".join(f.tokens)),
+        ("token_to_orig_map", " ".join(f"{k}:{v}" for k, v in f.token_to_orig_map.items())),
+        ("token_is_max_context", " ".join(f"{k}:{v}" for k, v in f.token_is_max_context.items())),
+        ("input_ids", " ".join(map(str, f.input_ids))),
+        ("input_mask", " ".join(map(str, f.input_mask))),
+        ("segment_ids", " ".join(map(str, f.segment_ids))),
+    ):
+        logging.info("%s: %s", name, value)
+    if is_training and f.is_impossible:
+        logging.info("impossible example")
+    elif is_training:
+        logging.info("start_position: %d", f.start_position)
+        logging.info("end_position: %d", f.end_position)
+        logging.info("answer: %s", " ".join(f.tokens[f.start_position : f.end_position + 1]))
+
+
+def convert_examples_to_features(
+    examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training
+):
+    """Tokenizes examples into fixed-length windows, as the original `run_squad.py`.
+
+    The question keeps its first `max_query_length` pieces. A context longer than the room
+    left (`max_seq_length - len(query) - 3`) becomes several windows, each starting
+    `doc_stride` pieces after the previous one. For training, the answer's pieces are narrowed
+    by `_improve_answer_span`; a window that does not hold the whole answer, like an impossible
+    question, is labelled 0 (`[CLS]`) and kept. Every feature of the first 20 examples is
+    logged in the original's format.
+
+    Args:
+        examples: list of `SquadExample`.
+        tokenizer: a `data.tokenization.FullTokenizer`.
+        max_seq_length: padded length of each feature.
+        doc_stride: pieces between the starts of consecutive windows.
+        max_query_length: question pieces kept.
+        is_training: label the answer positions.
+
+    Returns:
+        list of `SquadFeatures`, example by example and window by window.
+
+    Raises:
+        ValueError: if `max_seq_length <= max_query_length + 3` (no room for the context) or
+            `doc_stride < 1`.
+    """
+    if max_seq_length <= max_query_length + 3:
+        raise ValueError(
+            f"The max_seq_length ({max_seq_length}) must be greater than max_query_length "
+            f"({max_query_length}) + 3; raise max_seq_length or lower max_query_length."
+        )
+    if doc_stride < 1:
+        raise ValueError(f"doc_stride must be at least 1, got {doc_stride}.")
+    features = []
+    unique_id = FIRST_UNIQUE_ID
+    for example_index, example in enumerate(examples):
+        query_tokens = tokenizer.tokenize(example.question_text)[:max_query_length]
+        tok_to_orig_index = []
+        orig_to_tok_index = []
+        all_doc_tokens = []
+        for word_index, word in enumerate(example.doc_tokens):
+            orig_to_tok_index.append(len(all_doc_tokens))
+            pieces = tokenizer.tokenize(word)
+            tok_to_orig_index.extend([word_index] * len(pieces))
+            all_doc_tokens.extend(pieces)
+
+        answer_start = answer_end = None
+        if is_training and not example.is_impossible:
+            answer_start = orig_to_tok_index[example.start_position]
+            if example.end_position < len(example.doc_tokens) - 1:
+                answer_end = orig_to_tok_index[example.end_position + 1] - 1
+            else:
+                answer_end = len(all_doc_tokens) - 1
+            answer_start, answer_end = _improve_answer_span(
+                all_doc_tokens, answer_start, answer_end, tokenizer, example.orig_answer_text
+            )
+
+        # Room for the context after [CLS] query [SEP] ... [SEP].
+        max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
+        doc_spans = _doc_spans(len(all_doc_tokens), max_tokens_for_doc, doc_stride)
+        best_spans = _max_context_spans(doc_spans, len(all_doc_tokens))
+        doc_offset = len(query_tokens) + 2  # [CLS] query [SEP]
+        for span_index, (span_start, span_length) in enumerate(doc_spans):
+            tokens = ["[CLS]", *query_tokens, "[SEP]"]
+            token_to_orig_map = {}
+            token_is_max_context = {}
+            for piece in range(span_start, span_start + span_length):
+                position = len(tokens)
+                token_to_orig_map[position] = tok_to_orig_index[piece]
+                token_is_max_context[position] = best_spans[piece] == span_index
+                tokens.append(all_doc_tokens[piece])
+            tokens.append("[SEP]")
+            padding = [0] * (max_seq_length - len(tokens))
+            input_ids = tokenizer.convert_tokens_to_ids(tokens) + padding
+            input_mask = [1] * len(tokens) + padding
+            segment_ids = [0] * doc_offset + [1] * (span_length + 1) + padding
+
+            start_position = end_position = None
+            if is_training:
+                span_end = span_start + span_length - 1
+                if example.is_impossible or not (
+                    span_start <= answer_start and answer_end <= span_end
+                ):
+                    start_position = end_position = 0
+                else:
+                    start_position = answer_start - span_start + doc_offset
+                    end_position = answer_end - span_start + doc_offset
+
+            feature = SquadFeatures(
+                unique_id=unique_id,
+                example_index=example_index,
+                doc_span_index=span_index,
+                tokens=tokens,
+                token_to_orig_map=token_to_orig_map,
+                token_is_max_context=token_is_max_context,
+                input_ids=input_ids,
+                input_mask=input_mask,
+                segment_ids=segment_ids,
+                start_position=start_position,
+                end_position=end_position,
+                is_impossible=example.is_impossible,
+            )
+            if example_index < _NUM_LOGGED:
+                _log_feature(feature, is_training)
+            features.append(feature)
+            unique_id += 1
+    return features
+
+
+def squad_feature_spec(max_seq_length, is_training):
+    """The features of a SQuAD TFRecord, for `tf.io.parse_single_example`.
+
+    `is_impossible` is written for training but, as in the original, never read.
+
+    Args:
+        max_seq_length: length of input_ids, input_mask and segment_ids.
+        is_training: add the scalar `start_positions` and `end_positions`.
+
+    Returns:
+        dict of feature name -> `tf.io.FixedLenFeature`.
+    """
+    import tensorflow as tf
+
+    spec = {
+        "unique_ids": tf.io.FixedLenFeature([], tf.int64),
+        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+    }
+    if is_training:
+        spec["start_positions"] = tf.io.FixedLenFeature([], tf.int64)
+        spec["end_positions"] = tf.io.FixedLenFeature([], tf.int64)
+    return spec
+
+
+def write_squad_tfrecord(features, path, is_training):
+    """Writes features as the original's TFRecord file, atomically.
+
+    Each record holds `unique_ids` (int64 [1]), `input_ids`, `input_mask`, `segment_ids`
+    (int64 [max_seq_length]) and, for training, `start_positions`, `end_positions` and
+    `is_impossible` (int64 [1] each). The file appears under `path` only once complete.
+
+    Args:
+        features: list of `SquadFeatures`.
+        path: output file (any file system TensorFlow knows).
+        is_training: write the labels.
+    """
+    import tensorflow as tf
+
+    def int_feature(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+    temp_path = f"{path}.tmp-{os.getpid()}"
+    try:
+        with tf.io.TFRecordWriter(temp_path) as writer:
+            for feature in features:
+                record = {
+                    "unique_ids": int_feature([feature.unique_id]),
+                    "input_ids": int_feature(feature.input_ids),
+                    "input_mask": int_feature(feature.input_mask),
+                    "segment_ids": int_feature(feature.segment_ids),
+                }
+                if is_training:
+                    record["start_positions"] = int_feature([feature.start_position])
+                    record["end_positions"] = int_feature([feature.end_position])
+                    record["is_impossible"] = int_feature([int(bool(feature.is_impossible))])
+                example = tf.train.Example(features=tf.train.Features(feature=record))
+                writer.write(example.SerializeToString())
+        tf.io.gfile.rename(temp_path, path, overwrite=True)
+    finally:
+        if tf.io.gfile.exists(temp_path):
+            tf.io.gfile.remove(temp_path)
