@@ -7,10 +7,10 @@ original's record layout.
 """
 
 import dataclasses
-import os
 
 from absl import logging
 
+from data.example_files import float_feature, int64_feature, write_examples
 from data.features import pack_tokens
 from data.glue_processors import (
     AxProcessor,
@@ -69,7 +69,6 @@ _ALIASES = {
 
 # Records logged in full before conversion goes quiet, as the original.
 _NUM_LOGGED = 5
-_LOG_EVERY = 10000
 
 
 def canonical_task_name(task_name):
@@ -228,36 +227,17 @@ def write_classifier_tfrecord(features, path, is_regression=None):
         path: output file (any file system TensorFlow knows).
         is_regression: float labels; None to decide from the labels' type.
     """
-    import tensorflow as tf
-
     if is_regression is None:
         is_regression = any(isinstance(f.label_id, float) for f in features)
-
-    def int_feature(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-    temp_path = f"{path}.tmp-{os.getpid()}"
-    try:
-        with tf.io.TFRecordWriter(temp_path) as writer:
-            for index, feature in enumerate(features):
-                if index % _LOG_EVERY == 0:
-                    logging.info("Writing example %d of %d", index, len(features))
-                if is_regression:
-                    label = tf.train.Feature(
-                        float_list=tf.train.FloatList(value=[float(feature.label_id)])
-                    )
-                else:
-                    label = int_feature([feature.label_id])
-                record = {
-                    "input_ids": int_feature(feature.input_ids),
-                    "input_mask": int_feature(feature.input_mask),
-                    "segment_ids": int_feature(feature.segment_ids),
-                    "label_ids": label,
-                    "is_real_example": int_feature([int(feature.is_real_example)]),
-                }
-                example = tf.train.Example(features=tf.train.Features(feature=record))
-                writer.write(example.SerializeToString())
-        tf.io.gfile.rename(temp_path, path, overwrite=True)
-    finally:
-        if tf.io.gfile.exists(temp_path):
-            tf.io.gfile.remove(temp_path)
+    label_feature = float_feature if is_regression else int64_feature
+    records = (
+        {
+            "input_ids": int64_feature(f.input_ids),
+            "input_mask": int64_feature(f.input_mask),
+            "segment_ids": int64_feature(f.segment_ids),
+            "label_ids": label_feature([float(f.label_id) if is_regression else f.label_id]),
+            "is_real_example": int64_feature([int(f.is_real_example)]),
+        }
+        for f in features
+    )
+    write_examples(path, records, count=len(features))

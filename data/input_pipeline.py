@@ -164,6 +164,46 @@ def classifier_dataset(
     from data.classifier_data import classifier_feature_spec
 
     spec = classifier_feature_spec(max_seq_length, is_regression)
+    return _fine_tuning_dataset(
+        path, spec, batch_size, is_training, seed, drop_remainder, skip_batches, background
+    )
+
+
+def squad_dataset(
+    path, max_seq_length, batch_size, is_training, seed=None, skip_batches=0, background=True
+):
+    """The original run_squad input pipeline over a file of `write_squad_tfrecord`.
+
+    Training: records repeated, shuffled in a buffer of 100 and batched with drop_remainder.
+    Prediction: the records once, in order, the last batch kept even if short.
+
+    Args:
+        path: a TFRecord file.
+        max_seq_length: length of input_ids, input_mask and segment_ids.
+        batch_size: global batch size.
+        is_training: training (with `start_positions`, `end_positions`) or prediction.
+        seed: shuffle seed (training).
+        skip_batches: training batches to skip (resume at the position of a checkpoint).
+        background: parse and prefetch on tf.data threads (False: on the consumer's thread).
+
+    Returns:
+        A `tf.data.Dataset` of dicts of int32 tensors: `unique_ids` `[batch]`, `input_ids`,
+        `input_mask`, `segment_ids` `[batch, max_seq_length]`, and for training
+        `start_positions`, `end_positions` `[batch]`.
+    """
+    from data.squad_records import squad_feature_spec
+
+    spec = squad_feature_spec(max_seq_length, is_training)
+    return _fine_tuning_dataset(
+        path, spec, batch_size, is_training, seed, is_training, skip_batches, background
+    )
+
+
+def _fine_tuning_dataset(
+    path, spec, batch_size, is_training, seed, drop_remainder, skip_batches, background
+):
+    """One file of fixed-length records: training repeats and shuffles (buffer 100, as the
+    original), evaluation and prediction read it once in order."""
     if drop_remainder is None:
         drop_remainder = is_training
     ds = tf.data.TFRecordDataset(path)

@@ -1,15 +1,14 @@
-"""SQuAD 1.1 / 2.0 question answering data: examples, doc-stride features and TFRecords.
+"""SQuAD 1.1 / 2.0 question answering data: examples and doc-stride features.
 
 `read_squad_examples` splits each context on whitespace and maps the character-based answer
 annotation to those words; `convert_examples_to_features` WordPiece-tokenizes them, cuts long
 contexts into overlapping windows and labels each window, exactly as the original
-`run_squad.py`; `write_squad_tfrecord` writes the original's record layout. Turning model
+`run_squad.py`; `data.squad_records` writes the original's record layout. Turning model
 logits back into answer strings lives in `data.squad_postprocess`.
 """
 
 import dataclasses
 import json
-import os
 
 from absl import logging
 
@@ -20,8 +19,6 @@ __all__ = [
     "SquadFeatures",
     "convert_examples_to_features",
     "read_squad_examples",
-    "squad_feature_spec",
-    "write_squad_tfrecord",
 ]
 
 # The first unique id, as the original: ids are ten digits wide and never collide with 0.
@@ -401,68 +398,3 @@ def convert_examples_to_features(
             features.append(feature)
             unique_id += 1
     return features
-
-
-def squad_feature_spec(max_seq_length, is_training):
-    """The features of a SQuAD TFRecord, for `tf.io.parse_single_example`.
-
-    `is_impossible` is written for training but, as in the original, never read.
-
-    Args:
-        max_seq_length: length of input_ids, input_mask and segment_ids.
-        is_training: add the scalar `start_positions` and `end_positions`.
-
-    Returns:
-        dict of feature name -> `tf.io.FixedLenFeature`.
-    """
-    import tensorflow as tf
-
-    spec = {
-        "unique_ids": tf.io.FixedLenFeature([], tf.int64),
-        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-    }
-    if is_training:
-        spec["start_positions"] = tf.io.FixedLenFeature([], tf.int64)
-        spec["end_positions"] = tf.io.FixedLenFeature([], tf.int64)
-    return spec
-
-
-def write_squad_tfrecord(features, path, is_training):
-    """Writes features as the original's TFRecord file, atomically.
-
-    Each record holds `unique_ids` (int64 [1]), `input_ids`, `input_mask`, `segment_ids`
-    (int64 [max_seq_length]) and, for training, `start_positions`, `end_positions` and
-    `is_impossible` (int64 [1] each). The file appears under `path` only once complete.
-
-    Args:
-        features: list of `SquadFeatures`.
-        path: output file (any file system TensorFlow knows).
-        is_training: write the labels.
-    """
-    import tensorflow as tf
-
-    def int_feature(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-    temp_path = f"{path}.tmp-{os.getpid()}"
-    try:
-        with tf.io.TFRecordWriter(temp_path) as writer:
-            for feature in features:
-                record = {
-                    "unique_ids": int_feature([feature.unique_id]),
-                    "input_ids": int_feature(feature.input_ids),
-                    "input_mask": int_feature(feature.input_mask),
-                    "segment_ids": int_feature(feature.segment_ids),
-                }
-                if is_training:
-                    record["start_positions"] = int_feature([feature.start_position])
-                    record["end_positions"] = int_feature([feature.end_position])
-                    record["is_impossible"] = int_feature([int(bool(feature.is_impossible))])
-                example = tf.train.Example(features=tf.train.Features(feature=record))
-                writer.write(example.SerializeToString())
-        tf.io.gfile.rename(temp_path, path, overwrite=True)
-    finally:
-        if tf.io.gfile.exists(temp_path):
-            tf.io.gfile.remove(temp_path)

