@@ -19,6 +19,7 @@ import zipfile
 
 import numpy as np
 
+from data.atomic_files import write_atomically
 from data.classifier_data import get_processor
 
 # Rows of each official GLUE test set, from the `num_examples` of the test splits in
@@ -56,27 +57,6 @@ HEADER = "index\tprediction"
 STSB_RANGE = (0.0, 5.0)
 
 
-def _atomic_write(path, data):
-    """Writes `data` (str as UTF-8, or bytes) so that `path` is either untouched or complete."""
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    temp_path = f"{path}.tmp-{os.getpid()}"
-    if "://" in path:
-        import tensorflow as tf  # remote file systems such as gs://
-
-        with tf.io.gfile.GFile(temp_path, "wb") as f:
-            f.write(data)
-        tf.io.gfile.rename(temp_path, path, overwrite=True)
-        return
-    try:
-        with open(temp_path, "wb") as f:
-            f.write(data)
-        os.replace(temp_path, path)
-    finally:
-        if os.path.exists(temp_path):
-            os.remove(temp_path)
-
-
 def write_test_results(path, probabilities):
     """Writes test_results.tsv exactly as the original: per example, its class probabilities
     in label order as `str(float32)`, tab-separated, newline-terminated; no header, no index.
@@ -88,7 +68,7 @@ def write_test_results(path, probabilities):
     rows = np.asarray(probabilities, dtype=np.float32)
     if rows.ndim == 1:
         rows = rows[:, None]
-    _atomic_write(path, "".join("\t".join(str(p) for p in row) + "\n" for row in rows))
+    write_atomically(path, "".join("\t".join(str(p) for p in row) + "\n" for row in rows))
 
 
 def format_predictions(predictions, processor):
@@ -138,7 +118,7 @@ def write_leaderboard_file(path, predictions, processor):
     """
     values = format_predictions(predictions, processor)
     lines = [HEADER] + [f"{i}\t{value}" for i, value in enumerate(values)]
-    _atomic_write(path, "\n".join(lines) + "\n")
+    write_atomically(path, "\n".join(lines) + "\n")
 
 
 def check_leaderboard_file(path, name, expected_rows):
@@ -237,7 +217,7 @@ def build_submission(input_dir, output_file, allow_partial=False, expected_sizes
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, path in found.items():
             archive.write(path, f"{name}.tsv")
-    _atomic_write(output_file, buffer.getvalue())
+    write_atomically(output_file, buffer.getvalue())
     return list(found)
 
 

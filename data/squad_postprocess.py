@@ -8,10 +8,10 @@
 import collections
 import json
 import math
-import os
 
 from absl import logging
 
+from data.atomic_files import write_atomically
 from data.tokenization import BasicTokenizer
 
 __all__ = ["RawResult", "get_final_text", "write_predictions"]
@@ -210,24 +210,8 @@ def _predict_example(
 
 
 def _write_json_atomically(path, value):
-    """Writes `value` as the original does (indent 4, ASCII, newline) under a temporary name
-    first, so that `path` is either untouched or complete."""
-    data = (json.dumps(value, indent=4) + "\n").encode("utf-8")
-    temp_path = f"{path}.tmp-{os.getpid()}"
-    if "://" in path:
-        import tensorflow as tf  # remote file systems such as gs://
-
-        with tf.io.gfile.GFile(temp_path, "wb") as f:
-            f.write(data)
-        tf.io.gfile.rename(temp_path, path, overwrite=True)
-        return
-    try:
-        with open(temp_path, "wb") as f:
-            f.write(data)
-        os.replace(temp_path, path)
-    finally:
-        if os.path.exists(temp_path):
-            os.remove(temp_path)
+    """Writes `value` as the original does (indent 4, ASCII, newline), atomically."""
+    write_atomically(path, json.dumps(value, indent=4) + "\n")
 
 
 def write_predictions(
