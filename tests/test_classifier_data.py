@@ -83,7 +83,7 @@ def test_examples_match_original(original, task, set_name):
 @pytest.mark.parametrize("length", LENGTHS)
 def test_features_and_log_match_original(original, tokenizer, caplog, task, set_name, length):
     processor = get_processor(task)
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         features = convert_examples_to_features(
             _examples(task, set_name), processor.get_labels(), length, tokenizer
         )
@@ -188,7 +188,7 @@ def test_convert_single_example_errors_and_logging(tokenizer, caplog):
         convert_single_example(0, example, ["0", "1"], 16, tokenizer)
     with pytest.raises(ValueError, match="dev-3: the target must be a number, got 'x'"):
         convert_single_example(0, InputExample("dev-3", "a", None, "x"), [], 8, tokenizer, True)
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         convert_single_example(5, InputExample("g", "the", None, "0"), ["0", "1"], 8, tokenizer)
         convert_single_example(4, InputExample("r", "the", None, "2.5"), [], 8, tokenizer, True)
     assert [r.getMessage() for r in caplog.records][-1] == "label: 2.5 (id = 2.5)"

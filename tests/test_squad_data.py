@@ -198,12 +198,12 @@ def _feature_row(f):
 def test_examples_features_and_logs_match_original(original, tokenizer, caplog, name):
     input_file, is_training, version_2, (length, stride, query) = _conversion_args(name)
     reference = original["conversions"][name]
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         examples = read_squad_examples(input_file, is_training, version_2)
     assert [_example_row(e) for e in examples] == reference["examples"]
     assert _absl_messages(caplog) == reference["read_logs"]
     caplog.clear()
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         features = convert_examples_to_features(
             examples, tokenizer, length, stride, query, is_training
         )
@@ -299,7 +299,7 @@ def test_prediction_files_match_original(original, tokenizer, tmp_path, caplog, 
         )
     ]
     files = ["predictions.json", "nbest_predictions.json", "null_odds.json"]
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         predictions = write_predictions(
             examples, features, results, n_best, max_len, True,
             *(str(tmp_path / f) for f in files),
@@ -349,7 +349,7 @@ def test_get_final_text_matches_original(original, caplog):
         FINAL_TEXT_CASES, original["final_text"], strict=True
     ):
         caplog.clear()
-        with caplog.at_level(logging.INFO):
+        with caplog.at_level(logging.INFO, logger="absl"):
             text = get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=True)
         assert (text, _absl_messages(caplog)) == (expected, logs), (pred_text, orig_text)
     assert get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
