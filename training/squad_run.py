@@ -95,7 +95,7 @@ def run_squad(run, bert_config, tokenizer, strategy, train_config):
         logging.info("  Num split examples = %d", len(features))
         logging.info("  Batch size = %d", run.train_batch_size)
         logging.info("  Num steps = %d", train_config.num_train_steps)
-        del features
+        features = None  # training reads the file; the list can be large
         trainer.train(
             lambda skip: input_pipeline.squad_dataset(
                 path, run.max_seq_length, run.train_batch_size, True, run.seed, skip
