@@ -1,6 +1,6 @@
 """Op-level time of one peer's training step (or forward pass), from a tf.profiler trace.
 
-Builds the same step as bench_train_step.py, runs `--warmup` untimed calls, traces `--steps`
+Builds the same step as bench_train_step.py (from train_step_models.py), runs `--warmup` untimed calls, traces `--steps`
 calls with `tf.profiler.experimental` and sums the traced op durations per op type and per op
 name (milliseconds per step, summed over TensorFlow's compute threads, so the total can exceed
 wall time on several cores). Use it to see where two peers differ:
@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-import bench_train_step as bench
+import train_step_models as models
 
 
 def op_totals(xplane_path, steps):
@@ -61,8 +61,8 @@ def op_totals(xplane_path, steps):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--peer", required=True, choices=bench.PEERS)
-    parser.add_argument("--config", default="mini", choices=sorted(bench.CONFIGS))
+    parser.add_argument("--peer", required=True, choices=models.PEERS)
+    parser.add_argument("--config", default="mini", choices=sorted(models.CONFIGS))
     parser.add_argument("--mode", default="train", choices=("train", "infer"))
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--steps", type=int, default=3, help="Traced steps.")
@@ -78,13 +78,13 @@ def main(argv=None):
     import tensorflow as tf
 
     builders = {
-        "ours": bench.build_ours,
-        "keras_hub": bench.build_keras_hub,
-        "model_garden": bench.build_model_garden,
+        "ours": models.build_ours,
+        "keras_hub": models.build_keras_hub,
+        "model_garden": models.build_model_garden,
     }
-    features = bench.make_inputs(args.batch, 128, 20)
+    features = models.make_inputs(args.batch, 128, 20)
     step = builders[args.peer.removesuffix("_xla")](
-        bench.CONFIGS[args.config], args.mode, args.peer.endswith("_xla"), features
+        models.CONFIGS[args.config], args.mode, args.peer.endswith("_xla"), features
     )
 
     def call():
