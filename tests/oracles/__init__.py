@@ -7,6 +7,7 @@ They run in a child process because the original code needs ``tf_keras`` and
 ``tf.compat.v1`` graph mode, which must not leak into the Keras 3 process of the tests.
 """
 
+import logging
 import os
 import pathlib
 import subprocess
@@ -69,3 +70,20 @@ def run_oracle(module_name: str, args: list[str], timeout: float = 600) -> None:
             f"Oracle {module_name} failed with exit status {result.returncode}: "
             f"{' '.join(command)}\nstderr tail:\n{result.stderr[-_STDERR_TAIL_CHARS:]}"
         )
+
+
+class LogCollector(logging.Handler):
+    """Keeps the messages of the log records it receives (attach it to the original's logger,
+    "tensorflow"), for comparing our log lines with the original's."""
+
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+    def take(self):
+        """Returns the messages received since the last call and forgets them."""
+        messages, self.messages = self.messages, []
+        return messages

@@ -32,15 +32,6 @@ _SETS = {
 }
 
 
-class _Collect(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
 def _row(feature):
     return [
         list(feature.input_ids),
@@ -62,7 +53,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-    from tests.oracles import contrib_stub
+    from tests.oracles import LogCollector, contrib_stub
 
     contrib_stub.install()
     from absl import flags
@@ -80,7 +71,7 @@ def main(argv=None):
     lengths = [int(x) for x in args.max_seq_lengths.split(",")]
     # As the original's main(); the examples are logged at INFO.
     run_classifier.tf.logging.set_verbosity(run_classifier.tf.logging.INFO)
-    collector = _Collect()
+    collector = LogCollector()
     logging.getLogger("tensorflow").addHandler(collector)
     result = {}
     for item in args.tasks.split(","):
@@ -96,12 +87,12 @@ def main(argv=None):
                 "logs": {},
             }
             for length in lengths:
-                collector.messages = []
+                collector.take()
                 entry["features"][length] = [
                     _row(run_classifier.convert_single_example(i, e, labels, length, tokenizer))
                     for i, e in enumerate(examples)
                 ]
-                entry["logs"][length] = list(collector.messages)
+                entry["logs"][length] = collector.take()
             result[task][set_name] = entry
         if task == args.record_task:
             run_classifier.file_based_convert_examples_to_features(

@@ -44,19 +44,6 @@ import logging
 import os
 
 
-class _Collect(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-    def take(self):
-        messages, self.messages = self.messages, []
-        return messages
-
-
 def _example_row(example):
     return [
         example.qas_id,
@@ -95,7 +82,7 @@ def main(argv=None):
     with open(args.plan, encoding="utf-8") as f:
         plan = json.load(f)
 
-    from tests.oracles import contrib_stub
+    from tests.oracles import LogCollector, contrib_stub
 
     contrib_stub.install()
     import numpy as np
@@ -107,7 +94,7 @@ def main(argv=None):
     # tokenizer reads preserve_unused_tokens.
     flags.FLAGS.mark_as_parsed()
     run_squad.tf.logging.set_verbosity(run_squad.tf.logging.INFO)
-    collector = _Collect()
+    collector = LogCollector()
     logging.getLogger("tensorflow").addHandler(collector)
     tokenizer = tokenization.FullTokenizer(plan["vocab_file"], bool(plan["do_lower_case"]))
 
