@@ -13,9 +13,16 @@ Set `vocab_size` in bert_config.json to the number of lines written (the request
 the corpus is too small, which is logged).
 """
 
-from absl import app, flags, logging
+import os
 
-from data import vocab_builder
+# Before TensorFlow loads: no C++ start-up notices (CPU features, oneDNN, and on machines without
+# a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
+
+from absl import app, flags
+
+from data.tokenization import vocab_builder
+from training.settings import log_at_info
 
 FLAGS = flags.FLAGS
 
@@ -50,7 +57,7 @@ flags.register_validator(
 
 
 def main(_):
-    logging.set_verbosity(logging.INFO)
+    log_at_info(FLAGS)
     pad, unk, cls, sep, mask = (int(v) for v in FLAGS.special_token_ids)
     layout = vocab_builder.VocabLayout(pad, unk, cls, sep, mask, num_unused=FLAGS.num_unused)
     vocab_builder.build_vocab_file(

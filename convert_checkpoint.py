@@ -12,9 +12,16 @@ Examples:
         --output_dir=minilm_tf1 --output_format=tf1
 """
 
+import os
+
+# Before TensorFlow loads: no C++ start-up notices (CPU features, oneDNN, and on machines without
+# a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
+
 from absl import app, flags, logging
 
 from modeling import conversion
+from training.settings import log_at_info
 
 FLAGS = flags.FLAGS
 
@@ -30,6 +37,7 @@ flags.DEFINE_enum("output_format", "keras", ["tf1", "keras"], "Format of the out
 
 
 def main(_):
+    log_at_info(FLAGS)
     config, arrays, vocab = conversion.read_weights(
         FLAGS.input_checkpoint, FLAGS.input_format, FLAGS.bert_config_file
     )

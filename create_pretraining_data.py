@@ -15,9 +15,11 @@ Example:
         --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
 """
 
-from absl import app, flags, logging
+from absl import app, flags
 
-from data.pretraining_data import PretrainingOptions, create_pretraining_data
+from data.pretraining.create import create_pretraining_data
+from data.pretraining.instances import PretrainingOptions
+from training.settings import log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS
 
@@ -52,17 +54,8 @@ flags.DEFINE_integer(
 
 
 def main(_):
-    logging.set_verbosity(logging.INFO)
-    options = PretrainingOptions(
-        do_lower_case=FLAGS.do_lower_case,
-        do_whole_word_mask=FLAGS.do_whole_word_mask,
-        max_seq_length=FLAGS.max_seq_length,
-        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-        random_seed=FLAGS.random_seed,
-        dupe_factor=FLAGS.dupe_factor,
-        masked_lm_prob=FLAGS.masked_lm_prob,
-        short_seq_prob=FLAGS.short_seq_prob,
-    )
+    log_at_info(FLAGS)
+    options = settings_from_flags(PretrainingOptions, FLAGS)
     create_pretraining_data(
         FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, options, FLAGS.num_workers
     )

@@ -11,29 +11,26 @@ Example:
 
 import os
 
-from absl import app, flags, logging
+# Before TensorFlow loads: no C++ start-up notices (CPU features, oneDNN, and on machines without
+# a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
 
-from data import tokenization
-from data.feature_extraction import (
-    convert_examples_to_features,
-    format_json_line,
-    read_examples,
-)
-from modeling.bert_model import BertModel
-from modeling.checkpoint import load_tf1_checkpoint
+from absl import app, flags
+
+from data.tokenization.full_tokenizer import FullTokenizer
 from modeling.config import BertConfig
-from training.predict import extract_layers
+from training import flags as training_flags
+from training.extraction_run import ExtractionRun, extract_features
+from training.settings import log_at_info, settings_from_flags
+from training.strategy import create_strategy
 
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string("input_file", None, "One example per line: 'text_a' or 'text_a ||| text_b'.")
 flags.DEFINE_string("output_file", None, "JSON lines output.")
 flags.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated encoder layer indexes (-1 = last).")
-flags.DEFINE_string("bert_config_file", None, "bert_config.json of the pre-trained model.")
+training_flags.define_model_flags()
 flags.DEFINE_integer("max_seq_length", 128, "Padded length in WordPiece tokens.")
-flags.DEFINE_string("init_checkpoint", None, "Checkpoint (e.g. .../bert_model.ckpt).")
-flags.DEFINE_string("vocab_file", None, "vocab.txt of the pre-trained model.")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
 flags.DEFINE_integer("batch_size", 32, "Batch size for prediction.")
 flags.DEFINE_bool("use_tpu", False, "Accepted for compatibility with the original; unused.")
 flags.DEFINE_string("master", None, "Accepted for compatibility with the original; unused.")
@@ -60,28 +57,15 @@ def parse_layer_indexes(text, num_layers):
 
 
 def main(_):
-    logging.set_verbosity(logging.INFO)
+    log_at_info(FLAGS)
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
     config.check_max_seq_length(FLAGS.max_seq_length)
     if FLAGS.batch_size < 1:
         raise ValueError(f"--batch_size must be at least 1, got {FLAGS.batch_size}.")
-    layer_indexes = parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
-    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-    examples = read_examples(FLAGS.input_file)
-    features = convert_examples_to_features(examples, FLAGS.max_seq_length, tokenizer)
-
-    model = BertModel(config)
-    load_tf1_checkpoint(FLAGS.init_checkpoint, bert_model=model)
-
-    tmp = FLAGS.output_file + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as writer:
-        for feature, values in extract_layers(
-            model, features, layer_indexes, FLAGS.batch_size, FLAGS.jit_compile
-        ):
-            line = format_json_line(feature.unique_id, feature.tokens, layer_indexes, values)
-            writer.write(line + "\n")
-    os.replace(tmp, FLAGS.output_file)
-    logging.info("Wrote %d lines to %s", len(features), FLAGS.output_file)
+    layers = parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
+    tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+    run = settings_from_flags(ExtractionRun, FLAGS, layers=layers)
+    extract_features(run, config, tokenizer, create_strategy("one_device"))
 
 
 if __name__ == "__main__":

@@ -13,35 +13,30 @@ With --do_predict it writes predictions.json and nbest_predictions.json (and nul
 --version_2_with_negative), the files the official evaluate-v1.1.py / evaluate-v2.0.py read.
 """
 
-import dataclasses
+import os
 
-import tensorflow as tf
-from absl import app, flags, logging
+# Before TensorFlow loads: no C++ start-up notices (CPU features, oneDNN, and on machines without
+# a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
 
-from data import tokenization
+from absl import app, flags
+
+from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
 from modeling.config import BertConfig
 from training import flags as training_flags
+from training.settings import log_at_info, settings_from_flags
 from training.squad_run import SquadRun, run_squad
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("bert_config_file", None, "bert_config.json of the pre-trained model.")
-flags.DEFINE_string("vocab_file", None, "vocab.txt of the pre-trained model.")
-flags.DEFINE_string("output_dir", None, "Checkpoints, TFRecords and predictions.")
+training_flags.define_model_flags()
+training_flags.define_run_flags(fine_tuning=True)
 flags.DEFINE_string("train_file", None, "SQuAD json for training, e.g. train-v1.1.json.")
 flags.DEFINE_string("predict_file", None, "SQuAD json for predictions, e.g. dev-v1.1.json.")
-flags.DEFINE_string("init_checkpoint", None, "Usually the pre-trained BERT checkpoint.")
-flags.DEFINE_bool("do_lower_case", True, "True for uncased models, False for cased ones.")
 flags.DEFINE_integer("max_seq_length", 384, "Maximum total length after WordPiece.")
 flags.DEFINE_integer("doc_stride", 128, "Stride between the chunks of a long document.")
 flags.DEFINE_integer("max_query_length", 64, "Question tokens kept (longer ones are truncated).")
-flags.DEFINE_bool("do_train", False, "Whether to run training.")
 flags.DEFINE_bool("do_predict", False, "Whether to run eval on the dev set.")
-flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
-flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predictions.")
-flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
-flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
-flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training with linear warmup.")
 flags.DEFINE_integer("n_best_size", 20, "Size of the n-best list in nbest_predictions.json.")
 flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in WordPiece tokens.")
 flags.DEFINE_bool("verbose_logging", False, "Log the alignment warnings of the answer text.")
@@ -55,7 +50,7 @@ training_flags.define_training_flags()
 
 def validate_flags_or_throw(bert_config):
     """The original's start-up checks, in its order and with its messages."""
-    tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+    validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
     if not FLAGS.do_train and not FLAGS.do_predict:
         raise ValueError("At least one of `do_train` or `do_predict` must be True.")
     if FLAGS.do_train and not FLAGS.train_file:
@@ -71,15 +66,13 @@ def validate_flags_or_throw(bert_config):
 
 
 def main(_):
-    logging.set_verbosity(logging.INFO)
+    log_at_info(FLAGS)
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
     validate_flags_or_throw(bert_config)
     strategy = training_flags.strategy_from_flags(FLAGS)
-    tf.io.gfile.makedirs(FLAGS.output_dir)
-    tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+    tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
     training_flags.seed_from_flags(FLAGS)
-    # Every SquadRun field is a flag of the same name.
-    run = SquadRun(**{f.name: getattr(FLAGS, f.name) for f in dataclasses.fields(SquadRun)})
+    run = settings_from_flags(SquadRun, FLAGS)
     run_squad(run, bert_config, tokenizer, strategy, training_flags.train_config_from_flags(FLAGS))
 
 

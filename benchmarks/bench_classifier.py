@@ -6,8 +6,8 @@ Four modes, each run in a process of its own by `--driver`:
   `tf.function` step on one fixed in-memory batch (the foundation benchmark's bare step, with
   the classifier head): no input pipeline, no strategy, no logging, no checkpoints.
 * `train`: `training.loop.Trainer` exactly as `run_classifier.py` drives it: the
-  `train.tf_record` that `classifier_data.write_classifier_tfrecord` writes, read through
-  `input_pipeline.classifier_dataset` (repeat, shuffle, batch), the distributed step and logging.
+  `train.tf_record` that `data.glue.records.write_classifier_tfrecord` writes, read through
+  `data.glue.records.classifier_dataset` (repeat, shuffle, batch), the distributed step and logging.
 * `bare_predict`: the classifier's forward pass in a plain `tf.function` on a fixed batch.
 * `predict`: `Trainer.predict` over the file with run_classifier's `outputs_fn`, records read in
   order, outputs gathered to NumPy (what eval and predict do before writing their files).
@@ -42,7 +42,8 @@ def write_features(path, n, seq, seed=0):
     """`n` random sentence-pair features of varying length, written as run_classifier does."""
     import numpy as np
 
-    from data import classifier_data
+    from data.glue.features import ClassifierFeatures
+    from data.glue.records import write_classifier_tfrecord
 
     rng = np.random.default_rng(seed)
     features = []
@@ -52,20 +53,20 @@ def write_features(path, n, seq, seed=0):
         ids = np.zeros(seq, np.int64)
         ids[:length] = rng.integers(1000, 30522, length)
         features.append(
-            classifier_data.ClassifierFeatures(
+            ClassifierFeatures(
                 ids.tolist(),
                 [1] * length + [0] * (seq - length),
                 [0] * first + [1] * (length - first) + [0] * (seq - length),
                 int(rng.integers(0, NUM_LABELS)),
             )
         )
-    classifier_data.write_classifier_tfrecord(features, path, is_regression=False)
+    write_classifier_tfrecord(features, path, is_regression=False)
 
 
 def _dataset(args, batch, is_training, skip=0, background=True):
-    from data import input_pipeline
+    from data.glue.records import classifier_dataset
 
-    return input_pipeline.classifier_dataset(
+    return classifier_dataset(
         args.data,
         args.seq,
         False,
@@ -75,11 +76,6 @@ def _dataset(args, batch, is_training, skip=0, background=True):
         skip_batches=skip,
         background=background,
     )
-
-
-def _outputs_fn(aux):
-    # run_classifier's eval/predict outputs.
-    return {k: aux[k] for k in ("predictions", "per_example_loss", "labels", "real")}
 
 
 def run_bare(args, config, train):
@@ -115,7 +111,8 @@ def run_bare(args, config, train):
 
         @tf.function(jit_compile=args.xla)
         def step(features):
-            return _outputs_fn(task.forward(features, training=False))["predictions"]
+            # run_classifier's eval/predict outputs.
+            return task.prediction_outputs(task.forward(features, training=False))["predictions"]
 
     steps = args.steps if train else args.predict_steps
     for _ in range(args.warmup):
@@ -150,7 +147,13 @@ def _trainer(args, config, num_steps):
             # One compiled call per `--iterations_per_loop` steps, each logged: the timing marks.
             iterations_per_loop=args.iterations_per_loop,
             log_every_steps=args.iterations_per_loop,
-            jit_compile=args.xla,
+            num_accumulation_steps=1,
+            optimizer="adamw",
+            precision="float32",
+            use_xla=args.xla,
+            init_checkpoint=None,
+            keep_checkpoint_max=5,
+            seed=args.seed,
         ),
     )
 
@@ -173,11 +176,11 @@ def run_predict(args, config):
     # As run_classifier: input on background threads unless the strategy is one CPU replica.
     background = input_in_background(trainer.strategy)
     warm = _dataset(args, args.predict_batch, False, background=background).take(args.warmup)
-    trainer.predict(warm, _outputs_fn)
+    trainer.predict(warm)
     dataset = _dataset(args, args.predict_batch, False, background=background)
     dataset = dataset.take(args.predict_steps)
     start, start_cpu = time.perf_counter(), time.process_time()
-    outputs = trainer.predict(dataset, _outputs_fn)
+    outputs = trainer.predict(dataset)
     examples = len(outputs["predictions"])
     return examples / (time.perf_counter() - start), examples / (time.process_time() - start_cpu)
 

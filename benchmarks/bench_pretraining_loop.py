@@ -5,7 +5,7 @@ Two modes, each run in a process of its own by `--driver`:
 * `bare`: `PretrainingTask` model, loss and `create_optimizer` in a plain `tf.function` step on
   one fixed in-memory batch: no input pipeline, no strategy, no logging, no checkpoints.
 * `loop`: `training.loop.Trainer` exactly as run_pretraining uses it, reading TFRecords through
-  `data.input_pipeline.pretraining_dataset` (parsing, shuffling, batching), with
+  `data.records.input_pipeline.pretraining_dataset` (parsing, shuffling, batching), with
   `--iterations_per_loop` steps per compiled call and progress logging every call.
 
 Examples per second are measured after `--warmup` steps (the first call compiles). The driver
@@ -94,7 +94,7 @@ def run_bare(args, config):
     import keras
     import tensorflow as tf
 
-    from data import input_pipeline
+    from data.records import input_pipeline
     from modeling.optimization import create_optimizer
     from training.tasks import PretrainingTask
 
@@ -137,7 +137,7 @@ def run_bare(args, config):
 def run_loop(args, config):
     import keras
 
-    from data import input_pipeline
+    from data.records import input_pipeline
     from training.loop import TrainConfig, Trainer
     from training.strategy import create_strategy
     from training.tasks import PretrainingTask
@@ -158,8 +158,13 @@ def run_loop(args, config):
             save_checkpoints_steps=10**9,
             iterations_per_loop=args.iterations_per_loop,
             log_every_steps=args.iterations_per_loop,
+            num_accumulation_steps=1,
+            optimizer="adamw",
             precision=args.precision,
-            jit_compile=args.xla,
+            use_xla=args.xla,
+            init_checkpoint=None,
+            keep_checkpoint_max=5,
+            seed=1,
         ),
     )
     return timed_train(
@@ -181,19 +186,29 @@ def run_loop(args, config):
 def timed_train(trainer, dataset_fn, warmup, batch, with_cpu=False):
     """Runs `trainer.train(dataset_fn)`; examples/s after the first `warmup` steps.
 
-    Timed from the end of the first compiled call that reaches `warmup` steps to the end of
-    training, so `warmup` should be a multiple of the trainer's steps per call. With `with_cpu`,
-    returns (examples per second, examples per CPU-second of the process).
+    Timed by the trainer's progress lines (log every compiled call) from the end of the first
+    call that reaches `warmup` steps to the end of training, so `warmup` should be a multiple of
+    the trainer's steps per call. With `with_cpu`, returns (examples per second, examples per
+    CPU-second of the process).
     """
+    import logging
+
+    from absl import logging as absl_logging
+
     marks = []
 
-    class TimedHistory(list):
-        def append(self, entry):
-            marks.append((entry[0], time.perf_counter(), time.process_time()))
-            super().append(entry)
+    class ProgressMarks(logging.Handler):
+        def emit(self, record):
+            if record.msg.startswith("step %d/%d"):
+                marks.append((record.args[0], time.perf_counter(), time.process_time()))
 
-    trainer.loss_history = TimedHistory()
-    trainer.train(dataset_fn)
+    absl_logging.set_verbosity(absl_logging.INFO)
+    handler = ProgressMarks()
+    logging.getLogger("absl").addHandler(handler)
+    try:
+        trainer.train(dataset_fn)
+    finally:
+        logging.getLogger("absl").removeHandler(handler)
     start_step, start_wall, start_cpu = next(m for m in marks if m[0] >= warmup)
     end_step, end_wall, end_cpu = marks[-1]
     examples = (end_step - start_step) * batch

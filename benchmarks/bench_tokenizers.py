@@ -2,8 +2,8 @@
 
 Peers (all uncased, all with the same vocab.txt):
   original  `bert.tokenization.FullTokenizer` (bert-tensorflow, Google's release)
-  ours      `data.tokenization.FullTokenizer`
-  fast      `data.fast_tokenization.FastFullTokenizer` in a `tf.function`, `--batch_size` lines
+  ours      `data.tokenization.full_tokenizer.FullTokenizer`
+  fast      `data.tokenization.fast_tokenizer.FastFullTokenizer` in a `tf.function`, `--batch_size` lines
             per call; the table build and the first (tracing) call are reported, not timed
   hf        HF `tokenizers` BertWordPieceTokenizer (Rust), `encode_batch` on the same batches
 
@@ -59,7 +59,7 @@ def _python_peer(peer, vocab_file, result):
         flags.FLAGS.mark_as_parsed()
     else:
         sys.path.insert(0, str(REPO_ROOT))
-        from data import tokenization  # noqa: PLC0415
+        from data.tokenization import full_tokenizer as tokenization  # noqa: PLC0415
     build = time.perf_counter()
     result["import_s"] = build - start
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
@@ -101,11 +101,11 @@ def worker(peer, corpus, vocab_file, batch_size, ids_out):
         import tensorflow as tf  # noqa: PLC0415
 
         sys.path.insert(0, str(REPO_ROOT))
-        from data import fast_tokenization  # noqa: PLC0415
+        from data.tokenization import fast_tokenizer  # noqa: PLC0415
 
         result["import_s"] = time.perf_counter() - start
         build = time.perf_counter()
-        tokenizer = fast_tokenization.FastFullTokenizer(vocab_file, do_lower_case=True)
+        tokenizer = fast_tokenizer.FastFullTokenizer(vocab_file, do_lower_case=True)
         result["build_s"] = time.perf_counter() - build
         tokenize = tf.function(
             tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)]

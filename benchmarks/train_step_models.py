@@ -65,12 +65,12 @@ def _weighted_mlm_loss(tf, log_probs_fn, logits, ids, weights):
 
 
 def build_ours(shape, mode, jit, features):
-    """This project's BertPretrainer (train) or BertModel (infer) as a compiled step."""
+    """This project's BertPretrainer and loss (train) or BertModel (infer) as a compiled step."""
     import tensorflow as tf
 
-    from modeling import BertConfig, BertModel, BertPretrainer
-    from modeling.losses import classification_loss, masked_lm_loss
+    from modeling import BertConfig, BertModel
     from modeling.optimization import create_optimizer
+    from training.tasks import PretrainingTask
 
     config = BertConfig(
         vocab_size=VOCAB_SIZE,
@@ -97,19 +97,19 @@ def build_ours(shape, mode, jit, features):
 
         return infer
 
-    model = BertPretrainer(config)
+    # The product's model and loss (training/tasks.py), without the loop around them.
+    task = PretrainingTask(config)
+    model = task.build_model()
     optimizer = create_optimizer(INIT_LR, TRAIN_STEPS, WARMUP_STEPS)
-    inputs = {k: x[k] for k in ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")}
 
     @tf.function(jit_compile=jit)
     def train_step():
         with tf.GradientTape() as tape:
-            out = model(inputs, training=True)
-            mlm, _ = masked_lm_loss(
-                out["masked_lm_logits"], x["masked_lm_ids"], x["masked_lm_weights"]
+            aux = task.forward(x, training=True)
+            terms, weights = task.loss_numerators(aux), task.loss_weights(x)
+            loss = tf.add_n(
+                [n / (w + e) for n, w, e in zip(terms, weights, task.loss_epsilons, strict=True)]
             )
-            nsp, _ = classification_loss(out["next_sentence_logits"], x["next_sentence_labels"])
-            loss = mlm + nsp
         variables = model.trainable_variables
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
         return loss

@@ -52,11 +52,30 @@ class Pooler(keras.layers.Layer):
         return self.dense(sequence_output[:, 0])
 
 
-class BertModel(keras.Model):
+class ConfigSerialization:
+    """Keras `get_config`/`from_config` for models built from a `BertConfig`.
+
+    The config travels as its JSON dict; `config_arguments` names further constructor
+    arguments stored as attributes of the same names (e.g. `num_labels`).
+    """
+
+    config_arguments = ()
+
+    def get_config(self):
+        extra = {name: getattr(self, name) for name in self.config_arguments}
+        return {"name": self.name, "config": self.config.to_dict(), **extra}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+class BertModel(ConfigSerialization, keras.Model):
     """The BERT encoder with the original release's semantics and checkpoint names.
 
     Every variable's Keras path equals its name in an original checkpoint (for example
-    `bert/encoder/layer_0/attention/self/query/kernel`); `modeling/checkpoint.py` holds the
+    `bert/encoder/layer_0/attention/self/query/kernel`); `modeling/tf1_checkpoint.py` holds the
     explicit table used to load and save them. Dropout is active only when `training=True`.
 
     Example:
@@ -130,11 +149,3 @@ class BertModel(keras.Model):
             "all_encoder_layers": layers,
             "embedding_output": embedding_output,
         }
-
-    def get_config(self):
-        return {"name": self.name, "config": self.config.to_dict()}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(BertConfig.from_dict(config.pop("config")), **config)

@@ -5,6 +5,8 @@ import json
 
 import tensorflow as tf
 
+from fileio.atomic import write_atomically
+
 # The activations a config may name; "gelu" is the original release's tanh approximation and
 # "gelu_exact" the erf form (see modeling/activations.py).
 KNOWN_ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
@@ -114,11 +116,8 @@ class BertConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def to_json_file(self, json_file):
-        """Writes `to_json_string()` to `json_file` through a temporary name, then renames."""
-        tmp = json_file + ".tmp"
-        with tf.io.gfile.GFile(tmp, "w") as writer:
-            writer.write(self.to_json_string())
-        tf.io.gfile.rename(tmp, json_file, overwrite=True)
+        """Writes `to_json_string()` to `json_file`, atomically."""
+        write_atomically(json_file, self.to_json_string())
 
     def validate(self):
         """Checks the values a model needs; called by `BertModel`.

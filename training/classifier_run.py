@@ -4,11 +4,16 @@ import dataclasses
 import os
 
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
-from data import classifier_data, glue_submission, input_pipeline
-from training import metrics
-from training.loop import TrainConfig, Trainer
+from data.glue import metrics
+from data.glue.features import convert_examples_to_features
+from data.glue.processor_base import PaddingInputExample
+from data.glue.records import classifier_dataset, write_classifier_tfrecord
+from data.glue.submission import write_leaderboard_file, write_test_results
+from training import fine_tuning
+from training.loop import Trainer
 from training.strategy import input_in_background
 from training.summaries import write_eval_results
 from training.tasks import ClassifierTask
@@ -16,7 +21,7 @@ from training.tasks import ClassifierTask
 
 @dataclasses.dataclass
 class ClassifierRun:
-    """Plain settings of one run_classifier invocation."""
+    """Settings of one run_classifier invocation: the flags of the same names."""
 
     task_name: str
     data_dir: str
@@ -25,42 +30,10 @@ class ClassifierRun:
     do_train: bool
     do_eval: bool
     do_predict: bool
-    train_batch_size: int
     eval_batch_size: int
     predict_batch_size: int
     num_train_epochs: float
     warmup_proportion: float
-    seed: int = 12345
-
-
-def _features(processor, examples, run, tokenizer, name):
-    """Converts examples and writes `<name>.tf_record` in output_dir, as the original does on
-    every run."""
-    features = classifier_data.convert_examples_to_features(
-        examples, processor.get_labels(), run.max_seq_length, tokenizer, processor.is_regression
-    )
-    path = os.path.join(run.output_dir, f"{name}.tf_record")
-    classifier_data.write_classifier_tfrecord(features, path, processor.is_regression)
-    return path
-
-
-def _dataset(path, run, processor, batch_size, is_training, strategy, skip=0):
-    return input_pipeline.classifier_dataset(
-        path,
-        run.max_seq_length,
-        processor.is_regression,
-        batch_size,
-        is_training,
-        seed=run.seed,
-        skip_batches=skip,
-        background=is_training or input_in_background(strategy),
-    )
-
-
-def training_steps(num_examples, run):
-    """The original's arithmetic: int(examples / batch * epochs), warmup int(steps * p)."""
-    steps = int(num_examples / run.train_batch_size * run.num_train_epochs)
-    return max(steps, 1), int(max(steps, 1) * run.warmup_proportion)
 
 
 def _eval_metrics(run, processor, outputs, batch_size, prefix=""):
@@ -95,46 +68,69 @@ def _eval_metrics(run, processor, outputs, batch_size, prefix=""):
 def run_classifier(run, bert_config, processor, tokenizer, strategy, train_config):
     """Trains, evaluates and predicts as requested; returns the eval results (or {}).
 
+    Writes `train.tf_record`, `eval.tf_record` and `predict.tf_record` (plus one per extra
+    dev/test set), the checkpoints, `eval_results.txt`, `test_results.tsv` and the GLUE
+    leaderboard file(s) of the task, all in `run.output_dir`.
+
     Args:
         run: `ClassifierRun`.
         bert_config: the encoder's `BertConfig`.
-        processor: a `data.classifier_data` processor.
+        processor: the task's `data.glue.processor_base.DataProcessor`.
         tokenizer: a `FullTokenizer`.
         strategy: a `tf.distribute.Strategy`.
         train_config: `TrainConfig` (steps and warmup are derived here from the data).
     """
-    num_labels = len(processor.get_labels())
+    tf.io.gfile.makedirs(run.output_dir)
+    labels = processor.get_labels()
+
+    def write(examples, name):
+        features = convert_examples_to_features(
+            examples, labels, run.max_seq_length, tokenizer, processor.is_regression
+        )
+        return fine_tuning.write_records(
+            run.output_dir,
+            name,
+            write_classifier_tfrecord,
+            features,
+            is_regression=processor.is_regression,
+        )
+
+    def dataset(path, batch_size, is_training, skip=0):
+        return classifier_dataset(
+            path,
+            run.max_seq_length,
+            processor.is_regression,
+            batch_size,
+            is_training,
+            seed=train_config.seed,
+            skip_batches=skip,
+            background=input_in_background(strategy, is_training),
+        )
+
+    def predict(path, examples, title, batch_size):
+        padding = sum(isinstance(e, PaddingInputExample) for e in examples)
+        fine_tuning.log_inference_set(title, len(examples), padding, batch_size)
+        return trainer.predict(dataset(path, batch_size, False))
+
     train_examples = processor.get_train_examples(run.data_dir) if run.do_train else []
     if run.do_train:
-        steps, warmup = training_steps(len(train_examples), run)
-        train_config = dataclasses.replace(
-            train_config, num_train_steps=steps, num_warmup_steps=warmup
+        train_config = fine_tuning.with_training_steps(
+            train_config, len(train_examples), run.num_train_epochs, run.warmup_proportion
         )
-    task = ClassifierTask(bert_config, num_labels, processor.is_regression)
-    trainer = Trainer(task, strategy, train_config)
+    trainer = Trainer(
+        ClassifierTask(bert_config, len(labels), processor.is_regression), strategy, train_config
+    )
 
     if run.do_train:
-        path = _features(processor, train_examples, run, tokenizer, "train")
+        path = write(train_examples, "train")
         logging.info("  Num examples = %d", len(train_examples))
-        trainer.train(
-            lambda skip: _dataset(path, run, processor, run.train_batch_size, True, strategy, skip)
-        )
-
-    def outputs_fn(aux):
-        return {k: aux[k] for k in ("predictions", "per_example_loss", "labels", "real")}
+        trainer.train(lambda skip: dataset(path, train_config.train_batch_size, True, skip))
 
     results = {}
     if run.do_eval:
         for index, (name, examples) in enumerate(processor.get_dev_sets(run.data_dir).items()):
-            path = _features(processor, examples, run, tokenizer, "eval" if index == 0 else name)
-            logging.info("***** Running evaluation on %s *****", name)
-            logging.info(
-                "  Num examples = %d (%d actual, %d padding)", len(examples), len(examples), 0
-            )
-            logging.info("  Batch size = %d", run.eval_batch_size)
-            outputs = trainer.predict(
-                _dataset(path, run, processor, run.eval_batch_size, False, strategy), outputs_fn
-            )
+            path = write(examples, "eval" if index == 0 else name)
+            outputs = predict(path, examples, f"evaluation on {name}", run.eval_batch_size)
             # MNLI's mismatched set reports under eval_mismatched_* beside the matched keys.
             prefix = "" if index == 0 else name.replace("dev_", "")
             results.update(_eval_metrics(run, processor, outputs, run.eval_batch_size, prefix))
@@ -142,35 +138,16 @@ def run_classifier(run, bert_config, processor, tokenizer, strategy, train_confi
         write_eval_results(run.output_dir, results)
 
     if run.do_predict:
-        for index, (board_name, examples) in enumerate(
-            processor.get_test_sets(run.data_dir).items()
-        ):
-            path = _features(
-                processor,
-                examples,
-                run,
-                tokenizer,
-                "predict" if index == 0 else f"predict_{board_name}",
-            )
-            logging.info("***** Running prediction on %s *****", board_name)
-            logging.info(
-                "  Num examples = %d (%d actual, %d padding)", len(examples), len(examples), 0
-            )
-            outputs = trainer.predict(
-                _dataset(path, run, processor, run.predict_batch_size, False, strategy), outputs_fn
-            )
-            predictions = outputs["predictions"]
-            if len(predictions) != len(examples):
+        test_sets = processor.get_test_sets(run.data_dir).items()
+        for index, (board_name, examples) in enumerate(test_sets):
+            path = write(examples, "predict" if index == 0 else f"predict_{board_name}")
+            outputs = predict(path, examples, f"prediction on {board_name}", run.predict_batch_size)
+            predictions = outputs["predictions"][outputs["real"] > 0]
+            if len(predictions) != sum(not isinstance(e, PaddingInputExample) for e in examples):
                 raise RuntimeError(f"{len(predictions)} predictions for {len(examples)} examples")
             if index == 0:
-                probabilities = predictions[:, None] if predictions.ndim == 1 else predictions
-                glue_submission.write_test_results(
-                    os.path.join(run.output_dir, "test_results.tsv"), probabilities
-                )
-            glue_submission.write_leaderboard_file(
+                write_test_results(os.path.join(run.output_dir, "test_results.tsv"), predictions)
+            write_leaderboard_file(
                 os.path.join(run.output_dir, f"{board_name}.tsv"), predictions, processor
             )
     return results
-
-
-__all__ = ["ClassifierRun", "TrainConfig", "run_classifier", "training_steps"]

@@ -5,7 +5,29 @@ import tensorflow as tf
 from absl import flags
 
 from training.loop import PRECISIONS, TrainConfig
+from training.settings import settings_from_flags
 from training.strategy import STRATEGIES, create_strategy
+
+
+def define_model_flags(with_vocab=True):
+    """The model a runner starts from: its config, checkpoint and (for text input) vocabulary."""
+    flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model.")
+    flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (usually a pre-trained BERT).")
+    if with_vocab:
+        flags.DEFINE_string("vocab_file", None, "vocab.txt of the pre-trained model.")
+        flags.DEFINE_bool("do_lower_case", True, "True for uncased models, False for cased ones.")
+
+
+def define_run_flags(fine_tuning):
+    """The original's flags of a training run; fine-tuning adds epochs, warmup and prediction."""
+    flags.DEFINE_string("output_dir", None, "Checkpoints, TFRecords, summaries and results.")
+    flags.DEFINE_bool("do_train", False, "Whether to run training.")
+    flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+    flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+    if fine_tuning:
+        flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+        flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+        flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training with linear warmup.")
 
 
 def define_tpu_flags():
@@ -70,19 +92,4 @@ def seed_from_flags(flag_values):
 
 def train_config_from_flags(flag_values, **overrides):
     """A `TrainConfig` from the shared flags; runner-specific values come as overrides."""
-    values = dict(
-        output_dir=flag_values.output_dir,
-        learning_rate=flag_values.learning_rate,
-        train_batch_size=flag_values.train_batch_size,
-        save_checkpoints_steps=flag_values.save_checkpoints_steps,
-        iterations_per_loop=flag_values.iterations_per_loop,
-        log_every_steps=flag_values.log_every_steps,
-        num_accumulation_steps=flag_values.num_accumulation_steps,
-        optimizer=flag_values.optimizer,
-        precision=flag_values.precision,
-        jit_compile=flag_values.use_xla,
-        init_checkpoint=flag_values.init_checkpoint,
-        keep_checkpoint_max=flag_values.keep_checkpoint_max,
-    )
-    values.update(overrides)
-    return TrainConfig(**values)
+    return settings_from_flags(TrainConfig, flag_values, **overrides)

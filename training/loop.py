@@ -1,22 +1,27 @@
-"""The one train / evaluate loop shared by every runner.
+"""The one train / evaluate / predict loop shared by every runner.
 
 One optimizer update consumes one global batch (`train_batch_size` over all replicas), split
 into `num_accumulation_steps` micro-batches per replica. Gradients of all micro-batches and
 replicas are summed, divided by the loss weights of the whole global batch, clipped to global
 norm 1.0 as one vector and applied once: the same update as one large batch on one device.
+
+A task (`training.tasks`) supplies the model, its checkpoint names and its loss; see there for
+the interface.
 """
 
 import dataclasses
+import functools
 
 import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from modeling import checkpoint as ckpt_lib
+from modeling import tf1_checkpoint
 from modeling.optimization import create_optimizer
-from training import summaries
-from training.checkpoints import TrainingCheckpointer
+from training import inference, summaries
+from training.checkpointer import TrainingCheckpointer
+from training.loss_scale import DynamicLossScale
 from training.stop_signals import StopRequest
 from training.strategy import inference_batches, is_chief
 
@@ -25,24 +30,34 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 @dataclasses.dataclass
 class TrainConfig:
-    """Everything the loop needs besides the task and the data."""
+    """Everything the loop needs besides the task and the data.
+
+    Every field but the last four is the runner flag of the same name (defaults live in the
+    flag definitions); `training.flags.settings_from_flags` fills them.
+
+    Attributes:
+        num_train_steps, num_warmup_steps: None for fine-tuning runs, which derive them from the
+            number of examples and `--num_train_epochs` / `--warmup_proportion`.
+        weight_decay_rate, clip_norm: the original optimizer's constants.
+    """
 
     output_dir: str
-    num_train_steps: int = 100000
-    num_warmup_steps: int = 10000
-    learning_rate: float = 5e-5
-    train_batch_size: int = 32
-    save_checkpoints_steps: int = 1000
-    iterations_per_loop: int = 1000
-    log_every_steps: int = 100
-    num_accumulation_steps: int = 1
-    optimizer: str = "adamw"
+    learning_rate: float
+    train_batch_size: int
+    save_checkpoints_steps: int
+    iterations_per_loop: int
+    log_every_steps: int
+    num_accumulation_steps: int
+    optimizer: str
+    precision: str
+    use_xla: bool
+    init_checkpoint: str | None
+    keep_checkpoint_max: int
+    seed: int
+    num_train_steps: int | None = None
+    num_warmup_steps: int | None = None
     weight_decay_rate: float = 0.01
     clip_norm: float = 1.0
-    precision: str = "float32"
-    jit_compile: bool = False
-    init_checkpoint: str | None = None
-    keep_checkpoint_max: int = 5
 
 
 def _check(config, num_replicas):
@@ -62,8 +77,9 @@ def _check(config, num_replicas):
         "num_accumulation_steps",
         "log_every_steps",
     ):
-        if getattr(config, name) < 1:
-            raise ValueError(f"--{name} must be at least 1, got {getattr(config, name)}.")
+        value = getattr(config, name)
+        if value is not None and value < 1:
+            raise ValueError(f"--{name} must be at least 1, got {value}.")
 
 
 def _seed_state(model):
@@ -74,7 +90,10 @@ def _seed_state(model):
 
 
 class Trainer:
-    """Builds a task's model and optimizer under a strategy and runs training/evaluation.
+    """Builds a task's model and optimizer under a strategy and trains, evaluates, predicts.
+
+    Construction restores the newest checkpoint in `config.output_dir` (a resume) or else
+    initialises from `config.init_checkpoint`; `step` is the step reached.
 
     Args:
         task: e.g. `training.tasks.PretrainingTask`.
@@ -90,8 +109,9 @@ class Trainer:
             self.model = task.build_model()
             self.optimizer = create_optimizer(
                 config.learning_rate,
-                config.num_train_steps,
-                config.num_warmup_steps,
+                # Runs that only evaluate or predict have no schedule; it is never read then.
+                config.num_train_steps or 1,
+                config.num_warmup_steps or 0,
                 optimizer_type=config.optimizer,
                 weight_decay_rate=config.weight_decay_rate,
                 clip_norm=None,
@@ -100,15 +120,8 @@ class Trainer:
             self.optimizer.aggregate_gradients = False
             # Slots must exist before the first distributed step.
             self.optimizer.build(self.model.trainable_variables)
-            self.loss_scale = tf.Variable(
-                2.0**15 if config.precision == "mixed_float16" else 1.0,
-                trainable=False,
-                dtype=tf.float32,
-            )
-            self.good_steps = tf.Variable(0, trainable=False, dtype=tf.int64)
-        extra = _seed_state(self.model)
-        if config.precision == "mixed_float16":
-            extra.update(loss_scale=self.loss_scale, loss_scale_good_steps=self.good_steps)
+            self.loss_scale = DynamicLossScale(config.precision == "mixed_float16")
+        extra = {**_seed_state(self.model), **self.loss_scale.checkpoint_state()}
         self.checkpointer = TrainingCheckpointer(
             config.output_dir,
             task.variable_map(),
@@ -118,10 +131,16 @@ class Trainer:
             writer=is_chief(strategy),
         )
         self.step = self._restore_or_init()
-        # (step, loss of the last update of each compiled call), for callers and tests.
-        self.loss_history = []
-        # Compiled predict steps by `outputs_fn`: eval and predict sets reuse one trace.
-        self._predict_fns = {}
+        self._train_steps = self._make_train_fn()
+
+    @functools.cached_property
+    def _predict_step(self):
+        """One compiled inference step, shared by every evaluation and prediction set."""
+
+        def outputs(features):
+            return self.task.prediction_outputs(self.task.forward(features, training=False))
+
+        return inference.make_predict_step(self.strategy, outputs, self.config.use_xla)
 
     def _restore_or_init(self):
         latest = self.checkpointer.latest()
@@ -129,10 +148,10 @@ class Trainer:
             # An existing checkpoint always wins over --init_checkpoint: this is a resume.
             return self.checkpointer.restore(latest)
         if self.config.init_checkpoint:
-            prefix = ckpt_lib.resolve_checkpoint_path(self.config.init_checkpoint)
-            ckpt_lib.assign_arrays(
+            prefix = tf1_checkpoint.resolve_checkpoint_path(self.config.init_checkpoint)
+            tf1_checkpoint.assign_arrays(
                 self.task.variable_map(),
-                ckpt_lib.read_checkpoint(prefix),
+                tf1_checkpoint.read_checkpoint(prefix),
                 source=prefix,
                 strict=False,
             )
@@ -140,25 +159,34 @@ class Trainer:
 
     # ----- one update ---------------------------------------------------------------------
 
-    def _replica_step(self, features):
-        cfg, task = self.config, self.task
+    def _whole_step_compiled(self):
+        # XLA: on one replica without loss scaling the whole step (forward, backward, clip,
+        # update) is one compiled cluster, as a bare step would be, so the optimizer update
+        # (about 7% of a step) can fuse with the backward pass. Otherwise the forward and
+        # backward pass are compiled and the cross-replica sum and the update stay outside.
+        cfg = self.config
+        return (
+            cfg.use_xla
+            and self.strategy.num_replicas_in_sync == 1
+            and cfg.precision != "mixed_float16"
+        )
+
+    def _replica_step(self, features, loss_and_grads):
+        task, k = self.task, self.config.num_accumulation_steps
         weights = self._sum_over_replicas(task.loss_weights(features))
         denominators = [w + eps for w, eps in zip(weights, task.loss_epsilons, strict=True)]
-        k = cfg.num_accumulation_steps
-
-        def micro_step(micro):
-            return self._loss_and_grads(micro, denominators)
-
         if k == 1:
-            loss, grads = micro_step(features)
+            loss, grads = loss_and_grads(features, denominators)
         else:
             split = {
                 n: tf.reshape(f, tf.concat([[k, -1], tf.shape(f)[1:]], 0))
                 for n, f in features.items()
             }
-            loss, grads = micro_step({n: f[0] for n, f in split.items()})
+            loss, grads = loss_and_grads({n: f[0] for n, f in split.items()}, denominators)
             for i in tf.range(1, k):
-                micro_loss, micro_grads = micro_step({n: f[i] for n, f in split.items()})
+                micro_loss, micro_grads = loss_and_grads(
+                    {n: f[i] for n, f in split.items()}, denominators
+                )
                 loss += micro_loss
                 grads = [a + b for a, b in zip(grads, micro_grads, strict=True)]
         loss, *grads = self._sum_over_replicas([loss, *grads])
@@ -174,13 +202,11 @@ class Trainer:
     def _clip_and_apply(self, loss, grads):
         """Unscales and clips the summed gradients, then updates the variables."""
         tvars = self.model.trainable_variables
-        if self.config.precision != "mixed_float16":
-            grads, _ = tf.clip_by_global_norm(grads, self.config.clip_norm)
-            self.optimizer.apply_gradients(zip(grads, tvars, strict=True))
-            return loss
-        grads = [g / self.loss_scale for g in grads]
-        grads, _ = tf.clip_by_global_norm(grads, self.config.clip_norm)
-        return self._apply_with_loss_scale(loss, grads, tvars)
+        grads, _ = tf.clip_by_global_norm(self.loss_scale.unscale(grads), self.config.clip_norm)
+        self.loss_scale.apply_if_finite(
+            grads, lambda: self.optimizer.apply_gradients(zip(grads, tvars, strict=True))
+        )
+        return loss
 
     def _micro_loss_and_grads(self, features, denominators):
         """Loss of one micro-batch (over the global denominators) and its scaled gradients."""
@@ -189,40 +215,30 @@ class Trainer:
             aux = self.task.forward(features, training=True)
             terms = self.task.loss_numerators(aux)
             loss = tf.add_n([n / d for n, d in zip(terms, denominators, strict=True)])
-            # Only float16 scales the loss; reading the (1.0) scale variable in every step
-            # costs measurable XLA time on small models.
-            scaled = loss * self.loss_scale if self.config.precision == "mixed_float16" else loss
+            scaled = self.loss_scale.scale(loss)
         grads = tape.gradient(scaled, tvars)
         return loss, [tf.convert_to_tensor(g) for g in grads]
 
-    def _apply_with_loss_scale(self, loss, grads, tvars):
-        """Dynamic loss scaling: skip non-finite updates and halve the scale; double it after
-        2000 finite steps."""
-        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
-
-        def apply():
-            self.optimizer.apply_gradients(zip(grads, tvars, strict=True))
-            return tf.constant(True)
-
-        tf.cond(finite, apply, lambda: tf.constant(False))
-        good = tf.where(finite, self.good_steps + 1, 0)
-        grow = good >= 2000
-        self.loss_scale.assign(
-            tf.where(
-                finite,
-                tf.where(grow, self.loss_scale * 2.0, self.loss_scale),
-                tf.maximum(self.loss_scale / 2.0, 1.0),
-            )
-        )
-        self.good_steps.assign(tf.where(grow, tf.zeros_like(good), good))
-        return loss
-
     def _make_train_fn(self):
+        """The compiled call that runs `num_steps` updates (see `_whole_step_compiled`)."""
+        if self._whole_step_compiled():
+            step_fn = tf.function(
+                lambda features: self._replica_step(features, self._micro_loss_and_grads),
+                jit_compile=True,
+            )
+        else:
+            loss_and_grads = self._micro_loss_and_grads
+            if self.config.use_xla:
+                loss_and_grads = tf.function(loss_and_grads, jit_compile=True)
+
+            def step_fn(features):
+                return self._replica_step(features, loss_and_grads)
+
         @tf.function(jit_compile=False)
         def train_steps(iterator, num_steps):
             loss = tf.constant(0.0)
             for _ in tf.range(num_steps):
-                per_replica = self.strategy.run(self._step_fn, args=(next(iterator),))
+                per_replica = self.strategy.run(step_fn, args=(next(iterator),))
                 loss = self.strategy.experimental_local_results(per_replica)[0]
             return loss
 
@@ -237,32 +253,17 @@ class Trainer:
             dataset_fn: `skip_batches -> tf.data.Dataset` of global batches.
 
         Returns:
-            The final step.
+            `[(step, loss)]`: the loss of the last update of each compiled call, in order.
         """
         cfg = self.config
-        # XLA: on one replica without loss scaling the whole step (forward, backward, clip,
-        # update) is one compiled cluster, as a bare step would be, so the optimizer update
-        # (about 7% of a step) can fuse with the backward pass. Otherwise the forward and
-        # backward pass are compiled and the cross-replica sum and the update stay outside.
-        whole_step = (
-            cfg.jit_compile
-            and self.strategy.num_replicas_in_sync == 1
-            and cfg.precision != "mixed_float16"
-        )
-        self._loss_and_grads = (
-            tf.function(self._micro_loss_and_grads, jit_compile=True)
-            if cfg.jit_compile and not whole_step
-            else self._micro_loss_and_grads
-        )
-        self._step_fn = (
-            tf.function(self._replica_step, jit_compile=True) if whole_step else self._replica_step
-        )
+        if cfg.num_train_steps is None:
+            raise ValueError("TrainConfig.num_train_steps is needed to train.")
+        losses = []
         if self.step >= cfg.num_train_steps:
             logging.info("Already trained to step %d; nothing to do.", self.step)
-            return self.step
+            return losses
         dataset = dataset_fn(self.step)
         iterator = iter(self.strategy.experimental_distribute_dataset(dataset))
-        train_steps = self._make_train_fn()
         writer = summaries.SummaryWriter(cfg.output_dir, "train", enabled=is_chief(self.strategy))
         progress = summaries.Progress(self.step, cfg.num_train_steps, cfg.train_batch_size)
         stop = StopRequest()
@@ -272,9 +273,9 @@ class Trainer:
         with stop:
             while self.step < cfg.num_train_steps:
                 n = _steps_until_boundary(self.step, cfg)
-                loss = float(train_steps(iterator, tf.constant(n)))
+                loss = float(self._train_steps(iterator, tf.constant(n)))
                 self.step += n
-                self.loss_history.append((self.step, loss))
+                losses.append((self.step, loss))
                 if not np.isfinite(loss):
                     raise FloatingPointError(
                         f"Loss is {loss} at step {self.step}: training stopped. The last "
@@ -295,23 +296,29 @@ class Trainer:
         if self.step % cfg.save_checkpoints_steps:
             self.checkpointer.save(self.step)
         writer.close()
-        return self.step
+        # The Estimator's closing line, which scripts of the original read.
+        logging.info("Loss for final step: %s.", np.float32(losses[-1][1]))
+        return losses
 
-    # ----- evaluation ---------------------------------------------------------------------
+    # ----- evaluation and prediction ------------------------------------------------------
 
     def evaluate(self, dataset, max_eval_steps):
-        """Runs `max_eval_steps` batches; returns metrics incl. `loss` and `global_step`."""
+        """Runs `max_eval_steps` batches; returns metrics incl. `loss` and `global_step`.
+
+        The task's `metric_sums` gives each metric as (weighted sum, weight) per batch; a
+        metric is the ratio of the totals over all batches. `loss` is the mean of the batches'
+        losses, as the Estimator's.
+        """
         task = self.task
 
         def replica_eval(features):
-            ctx = tf.distribute.get_replica_context()
             aux = task.forward(features, training=False)
-            weights = ctx.all_reduce("sum", task.loss_weights(features))
-            terms = ctx.all_reduce("sum", task.loss_numerators(aux))
+            weights = self._sum_over_replicas(task.loss_weights(features))
+            terms = self._sum_over_replicas(task.loss_numerators(aux))
             loss = tf.add_n(
                 [n / (w + e) for n, w, e in zip(terms, weights, task.loss_epsilons, strict=True)]
             )
-            sums = {k: ctx.all_reduce("sum", list(v)) for k, v in task.metric_sums(aux).items()}
+            sums = {k: self._sum_over_replicas(list(v)) for k, v in task.metric_sums(aux).items()}
             return loss, sums
 
         @tf.function
@@ -340,50 +347,23 @@ class Trainer:
         results["global_step"] = self.step
         return results
 
-    def predict(self, dataset, outputs_fn):
-        """Runs inference over a finite dataset and returns per-example outputs in order.
+    def predict(self, dataset):
+        """Runs the model over a finite dataset; returns the task's `prediction_outputs`.
 
         Args:
             dataset: a finite `tf.data.Dataset` of feature dicts (the last batch may be short).
-            outputs_fn: `aux -> dict of [batch, ...] tensors`, from the task's `forward` output.
 
         Returns:
-            dict name -> np.ndarray concatenated over all examples.
+            dict name -> np.ndarray, concatenated over all examples, in order.
         """
-        predict_step = self._predict_fns.get(outputs_fn)
-        if predict_step is None:
-            predict_step = self._predict_fns[outputs_fn] = self._make_predict_fn(outputs_fn)
-
-        collected = {}
-        for batch in inference_batches(self.strategy, dataset):
-            for name, value in predict_step(batch).items():
-                collected.setdefault(name, []).append(value.numpy())
-        return {name: np.concatenate(parts) for name, parts in collected.items()}
-
-    def _make_predict_fn(self, outputs_fn):
-        def replica_predict(features):
-            return outputs_fn(self.task.forward(features, training=False))
-
-        if self.config.jit_compile:
-            # One compilation per batch shape: the full batches and a short last one.
-            replica_predict = tf.function(replica_predict, jit_compile=True)
-
-        @tf.function
-        def predict_step(batch):
-            per_replica = self.strategy.run(replica_predict, args=(batch,))
-            return {
-                k: tf.concat(self.strategy.experimental_local_results(v), axis=0)
-                for k, v in per_replica.items()
-            }
-
-        return predict_step
+        return inference.collect(inference.predictions(self.strategy, self._predict_step, dataset))
 
     def export_original(self, output_dir, config_json):
         """Writes `bert_model.ckpt` (original names, heads included) and `bert_config.json`."""
         if not is_chief(self.strategy):
             return None
-        arrays = ckpt_lib.variables_to_arrays(self.task.variable_map())
-        prefix = ckpt_lib.save_tf1_checkpoint(arrays, f"{output_dir}/bert_model.ckpt")
+        arrays = tf1_checkpoint.variables_to_arrays(self.task.variable_map())
+        prefix = tf1_checkpoint.save_tf1_checkpoint(arrays, f"{output_dir}/bert_model.ckpt")
         config_json.to_json_file(f"{output_dir}/bert_config.json")
         logging.info("Exported %s and bert_config.json", prefix)
         return prefix

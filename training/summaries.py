@@ -8,6 +8,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from fileio.atomic import write_atomically
+
 
 class Progress:
     """Formats `step/total, loss, lr, examples/s, ETA` lines."""
@@ -68,7 +70,5 @@ def write_eval_results(output_dir, results, filename="eval_results.txt"):
         text = str(np.float32(value)) if isinstance(value, float) else str(value)
         logging.info("  %s = %s", key, text)
         lines.append(f"{key} = {text}\n")
-    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-        f.write("".join(lines))
-    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+    write_atomically(path, "".join(lines))
     return path

@@ -8,10 +8,8 @@ a distributed or accumulated step computes exactly the loss of the whole global 
 
 import tensorflow as tf
 
-from modeling import checkpoint
-from modeling.classifier_model import BertClassifier
-from modeling.pretrainer import BertPretrainer
-from modeling.span_model import BertSpanModel
+from modeling import tf1_checkpoint
+from modeling.task_models import BertClassifier, BertPretrainer, BertSpanModel
 
 
 class PretrainingTask:
@@ -21,7 +19,6 @@ class PretrainingTask:
         config: a `BertConfig`.
     """
 
-    name = "pretraining"
     # The masked-LM loss divides by sum(weights) + 1e-5; the NSP loss is a plain mean.
     loss_epsilons = (1e-5, 0.0)
     metric_names = (
@@ -42,7 +39,7 @@ class PretrainingTask:
 
     def variable_map(self):
         """Original checkpoint name -> variable, encoder and heads."""
-        return checkpoint.build_variable_map(
+        return tf1_checkpoint.build_variable_map(
             bert_model=self.model.bert, pretraining_heads=self.model.cls
         )
 
@@ -105,9 +102,7 @@ class ClassifierTask:
         is_regression: one float output and a squared-error loss.
     """
 
-    name = "classifier"
     loss_epsilons = (0.0,)
-    metric_names = ("eval_accuracy", "eval_loss")
 
     def __init__(self, config, num_labels, is_regression=False):
         self.config = config
@@ -120,7 +115,7 @@ class ClassifierTask:
         return self.model
 
     def variable_map(self):
-        return checkpoint.build_variable_map(
+        return tf1_checkpoint.build_variable_map(
             bert_model=self.model.bert, classifier=self.model.classifier
         )
 
@@ -155,23 +150,9 @@ class ClassifierTask:
     def loss_numerators(self, aux):
         return [tf.reduce_sum(aux["per_example_loss"] * aux["real"])]
 
-    def metric_sums(self, aux):
-        real = aux["real"]
-        if self.is_regression:
-            correct = tf.zeros_like(real)
-        else:
-            correct = tf.cast(
-                tf.equal(tf.argmax(aux["logits"], -1, tf.int32), tf.cast(aux["labels"], tf.int32)),
-                tf.float32,
-            )
-        return {
-            "eval_accuracy": (tf.reduce_sum(correct * real), tf.reduce_sum(real)),
-            "eval_loss": (tf.reduce_sum(aux["per_example_loss"] * real), tf.reduce_sum(real)),
-        }
-
     def prediction_outputs(self, aux):
-        """Per-example outputs kept by `Trainer.predict`."""
-        return {"predictions": aux["predictions"], "real": aux["real"]}
+        """Per-example outputs `Trainer.predict` keeps: what evaluation and test files need."""
+        return {k: aux[k] for k in ("predictions", "per_example_loss", "labels", "real")}
 
 
 class SquadTask:
@@ -185,9 +166,7 @@ class SquadTask:
         config: a `BertConfig`.
     """
 
-    name = "squad"
     loss_epsilons = (0.0, 0.0)
-    metric_names = ("start_accuracy", "end_accuracy", "loss")
 
     def __init__(self, config):
         self.config = config
@@ -202,7 +181,7 @@ class SquadTask:
         return self.model
 
     def variable_map(self):
-        return checkpoint.build_variable_map(bert_model=self.model.bert, span=self.model.span)
+        return tf1_checkpoint.build_variable_map(bert_model=self.model.bert, span=self.model.span)
 
     def loss_weights(self, features):
         twice_batch = 2.0 * tf.cast(tf.shape(features["input_ids"])[0], tf.float32)
@@ -225,10 +204,6 @@ class SquadTask:
     def loss_numerators(self, aux):
         return [tf.reduce_sum(aux["start_loss"]), tf.reduce_sum(aux["end_loss"])]
 
-    def metric_sums(self, aux):
-        count = tf.cast(tf.size(aux["start_loss"]), tf.float32)
-        sums = {"loss": (tf.reduce_sum(aux["start_loss"] + aux["end_loss"]) / 2.0, count)}
-        for side in ("start", "end"):
-            hit = tf.equal(tf.argmax(aux[f"{side}_logits"], -1, tf.int32), aux[f"{side}_positions"])
-            sums[f"{side}_accuracy"] = (tf.reduce_sum(tf.cast(hit, tf.float32)), count)
-        return sums
+    def prediction_outputs(self, aux):
+        """Per-feature outputs `Trainer.predict` keeps: what the prediction files need."""
+        return {k: aux[k] for k in ("unique_ids", "start_logits", "end_logits")}

@@ -1,19 +1,9 @@
 """Writes small, learnable pretraining TFRecords in create_pretraining_data's format."""
 
-import json
-
 import numpy as np
 import tensorflow as tf
 
-TINY_CONFIG = dict(
-    vocab_size=99,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-    type_vocab_size=2,
-)
+from tests.helpers.tiny_config import TINY_CONFIG
 
 
 def _ints(values):
@@ -56,8 +46,3 @@ def write_records(path, num_examples=256, seq_length=32, max_predictions=5, seed
             }
             example = tf.train.Example(features=tf.train.Features(feature=feature))
             writer.write(example.SerializeToString())
-
-
-def write_config(path, **overrides):
-    with open(path, "w") as f:
-        json.dump({**TINY_CONFIG, **overrides}, f)

@@ -3,7 +3,8 @@
 import os
 import subprocess
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.helpers.paths import REPO
+
 # Quiet TensorFlow start-up logs; CPU only, so a test means the same on every machine.
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
 

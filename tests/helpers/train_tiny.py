@@ -31,10 +31,9 @@ def main():
     import numpy as np
     import tensorflow as tf
 
-    from data import input_pipeline
-    from modeling.config import BertConfig
-    from tests.helpers.pretraining_records import TINY_CONFIG
-    from training.loop import TrainConfig, Trainer
+    from data.records import input_pipeline
+    from tests.helpers.tiny_config import tiny_config, tiny_train_config
+    from training.loop import Trainer
     from training.strategy import create_strategy, input_in_background
     from training.tasks import PretrainingTask
 
@@ -42,24 +41,21 @@ def main():
         tf.config.experimental.enable_op_determinism()
     strategy = create_strategy(args.strategy, num_cpu_devices=args.num_cpu_devices)
     keras.utils.set_random_seed(1)
-    config = BertConfig(
-        **TINY_CONFIG, hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout
+    config = tiny_config(
+        hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout
     )
-    train_config = TrainConfig(
-        output_dir=args.out_dir,
+    train_config = tiny_train_config(
+        args.out_dir,
         num_train_steps=args.steps,
-        num_warmup_steps=2,
-        learning_rate=1e-3,
         train_batch_size=args.batch,
         save_checkpoints_steps=args.save_every,
-        iterations_per_loop=1,
-        log_every_steps=1,
         num_accumulation_steps=args.accumulation,
-        jit_compile=args.xla,
+        use_xla=args.xla,
     )
     trainer = Trainer(PretrainingTask(config), strategy, train_config)
     start = trainer.step
-    trainer.train(
+    initial = {n: v.numpy() for n, v in trainer.task.variable_map().items()}
+    losses = trainer.train(
         lambda skip: input_pipeline.pretraining_dataset(
             [args.data], 32, 5, args.batch, is_training=True, seed=7, skip_batches=skip
         )
@@ -79,8 +75,9 @@ def main():
         replicas=strategy.num_replicas_in_sync,
         background=background,
         **{"eval/" + k: v for k, v in evaluation.items()},
-        losses=np.array([loss for _, loss in trainer.loss_history]),
+        losses=np.array([loss for _, loss in losses]),
         **{"w/" + n: v for n, v in weights.items()},
+        **{"init/" + n: v for n, v in initial.items()},
     )
 
 

@@ -29,21 +29,16 @@ import os
 
 import numpy as np
 
+from tests.helpers.tiny_config import TINY_CONFIG
+
 BATCH_SIZE = 4
 SEQ_LENGTH = 11
 MAX_PREDICTIONS = 5
 # Row 0 is unpadded; the others end in padding of different lengths.
 SEQ_LENGTHS = (11, 7, 9, 2)
-TINY_CONFIG = dict(
-    vocab_size=99,
-    hidden_size=32,
-    num_hidden_layers=3,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-    type_vocab_size=3,
-    initializer_range=0.02,
-)
+# The tests' tiny config with 3 layers (so layer indexes -1, 0, -2 differ) and 3 token types
+# (so loading it into a 2-type model is a mismatch the tests can provoke).
+ORACLE_CONFIG = dict(TINY_CONFIG, num_hidden_layers=3, type_vocab_size=3, initializer_range=0.02)
 # Spread of the random weights: wide enough that every term of the network matters, small
 # enough that tanh/softmax do not saturate with hidden size 32.
 _WEIGHT_STDDEV = 0.2
@@ -90,7 +85,7 @@ def make_inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
     """
     positions = np.arange(SEQ_LENGTH)[None, :]
     input_mask = (positions < np.array(SEQ_LENGTHS)[:, None]).astype(np.int32)
-    input_ids = rng.integers(1, TINY_CONFIG["vocab_size"], size=input_mask.shape) * input_mask
+    input_ids = rng.integers(1, ORACLE_CONFIG["vocab_size"], size=input_mask.shape) * input_mask
     segment_ids = rng.integers(0, 2, size=input_mask.shape)
     return {
         "input_ids": input_ids.astype(np.int32),
@@ -118,7 +113,7 @@ def make_head_inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
         count = min(MAX_PREDICTIONS - (row % 2), length - 1)
         chosen = np.sort(rng.choice(np.arange(1, length), size=count, replace=False))
         positions[row, :count] = chosen
-        ids[row, :count] = rng.integers(1, TINY_CONFIG["vocab_size"], size=count)
+        ids[row, :count] = rng.integers(1, ORACLE_CONFIG["vocab_size"], size=count)
         weights[row, :count] = 1.0
     labels = np.array([0, 1, 1, 0], np.int32)
     return {
@@ -194,7 +189,7 @@ def main(argv=None) -> None:
     if args.bert_config_file:
         config = modeling.BertConfig.from_json_file(args.bert_config_file)
     else:
-        config = modeling.BertConfig(hidden_act=args.hidden_act, **TINY_CONFIG)
+        config = modeling.BertConfig(hidden_act=args.hidden_act, **ORACLE_CONFIG)
     os.makedirs(args.out_dir, exist_ok=True)
 
     graph = tf.Graph()

@@ -1,0 +1,1 @@
+"""extract_features.py's input lines and JSON-lines output, in the original's formats."""

@@ -1,0 +1,1 @@
+"""Sentence (pair) classification: GLUE/XNLI readers, features, records, metrics, submissions."""

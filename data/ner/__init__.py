@@ -1,0 +1,1 @@
+"""Named-entity recognition data (CoNLL files, word-level features and scoring)."""

@@ -1,0 +1,1 @@
+"""Masked-LM / next-sentence pretraining data: corpus reading, instances, masking, writing."""

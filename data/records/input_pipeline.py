@@ -1,0 +1,146 @@
+"""tf.data readers for the TFRecord files of every task (one place, not one per runner).
+
+`pretraining_dataset` reads create_pretraining_data.py's files; `fine_tuning_dataset` reads one
+file of a task's records given its schema (`data.glue.records`, `data.squad.records`).
+"""
+
+import tensorflow as tf
+
+
+def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
+    """The features create_pretraining_data.py writes, with their fixed lengths."""
+    return {
+        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "masked_lm_positions": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+        "masked_lm_ids": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+        "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
+        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+    }
+
+
+def check_record_lengths(path, feature_spec, producer="create_pretraining_data.py"):
+    """Reads the first record of `path` and checks every fixed-length feature against the spec,
+    so that a mismatch is one clear error rather than a shape failure deep inside TF.
+
+    Raises:
+        ValueError: naming the file, the feature, both lengths and the flag to fix.
+    """
+    for raw in tf.data.TFRecordDataset([path]).take(1):
+        example = tf.train.Example.FromString(raw.numpy())
+        for name, spec in feature_spec.items():
+            feature = example.features.feature.get(name)
+            if feature is None:
+                raise ValueError(f"{path}: records have no feature {name!r}.")
+            kind = feature.WhichOneof("kind")
+            length = len(getattr(feature, kind).value) if kind else 0
+            if length != spec.shape[0]:
+                flag = (
+                    "max_predictions_per_seq"
+                    if name.startswith("masked_lm")
+                    else ("max_seq_length")
+                )
+                raise ValueError(
+                    f"{path}: feature {name!r} has length {length} but the flags expect "
+                    f"{spec.shape[0]}; pass the --{flag} that {producer} used."
+                )
+        return
+    raise ValueError(f"{path} holds no records.")
+
+
+def _decode_batches(ds, feature_spec, background):
+    """Parses batches of serialized records; prefetches them on background threads if asked."""
+
+    def decode(records):
+        # One vectorised parse per batch costs a fraction of per-record parsing, and the CPU
+        # that feeds the model is the one that runs it.
+        example = tf.io.parse_example(records, feature_spec)
+        # TPUs only take int32; the files hold int64.
+        return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in example.items()}
+
+    if not background:
+        # Parsed on the caller's thread when asked for: no tf.data thread runs beside the model.
+        return ds.map(decode)
+    ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def pretraining_dataset(
+    files,
+    max_seq_length,
+    max_predictions_per_seq,
+    batch_size,
+    is_training,
+    seed=None,
+    skip_batches=0,
+    background=True,
+):
+    """The original run_pretraining input pipeline, made deterministic for a given seed.
+
+    Training: files repeated and shuffled, read interleaved (cycle min(4, #files)), records
+    shuffled in a buffer of 100, batched with drop_remainder. Evaluation: the files in order,
+    repeated, batched with drop_remainder (the original does the same).
+
+    Args:
+        files: list of TFRecord paths.
+        max_seq_length: length of input_ids etc.
+        max_predictions_per_seq: length of masked_lm_*.
+        batch_size: global batch size.
+        is_training: training or evaluation order.
+        seed: shuffle seed (training); the same seed gives the same batches.
+        skip_batches: batches to skip (resume at the position of a checkpoint).
+        background: parse and prefetch on tf.data threads (False: on the consumer's thread).
+
+    Returns:
+        A `tf.data.Dataset` of dicts of `[batch_size, ...]` tensors (int32 and float32).
+    """
+    spec = pretraining_feature_spec(max_seq_length, max_predictions_per_seq)
+    if is_training:
+        ds = tf.data.Dataset.from_tensor_slices(files).repeat()
+        ds = ds.shuffle(len(files), seed=seed)
+        ds = ds.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=min(4, len(files)),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+        ds = ds.shuffle(100, seed=seed)
+    else:
+        ds = tf.data.TFRecordDataset(files).repeat()
+    if skip_batches:
+        # Skipping raw records before parsing costs only the reads.
+        ds = ds.skip(skip_batches * batch_size)
+    ds = ds.batch(batch_size, drop_remainder=True)
+    return _decode_batches(ds, spec, background)
+
+
+def fine_tuning_dataset(
+    path, spec, batch_size, is_training, seed=None, skip_batches=0, background=True
+):
+    """The original run_classifier / run_squad input pipeline over one file of records.
+
+    Training: records repeated, shuffled in a buffer of 100 (the file itself is in the order the
+    examples were read, as the original writes it) and batched with drop_remainder. Evaluation and
+    prediction: the records once, in order, the last batch kept even if short.
+
+    Args:
+        path: a TFRecord file (or a list of them).
+        spec: the record schema, name -> `tf.io.FixedLenFeature` (e.g.
+            `data.glue.records.classifier_feature_spec`).
+        batch_size: global batch size.
+        is_training: training or evaluation order.
+        seed: shuffle seed (training); the same seed gives the same batches.
+        skip_batches: training batches to skip (resume at the position of a checkpoint).
+        background: parse and prefetch on tf.data threads (False: on the consumer's thread).
+
+    Returns:
+        A `tf.data.Dataset` of dicts of `[batch, ...]` tensors, int64 features as int32.
+    """
+    ds = tf.data.TFRecordDataset(path)
+    if is_training:
+        ds = ds.repeat().shuffle(100, seed=seed)
+        if skip_batches:
+            ds = ds.skip(skip_batches * batch_size)
+    ds = ds.batch(batch_size, drop_remainder=is_training)
+    return _decode_batches(ds, spec, background)

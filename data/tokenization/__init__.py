@@ -1,0 +1,1 @@
+"""WordPiece tokenization: the exact `FullTokenizer`, its in-graph twin, packing, vocabularies."""

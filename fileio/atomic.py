@@ -1,0 +1,128 @@
+"""Output files that appear complete or not at all: written under a temporary name, then renamed.
+
+Every file the project writes goes through here: a run that is interrupted, or fails on bad
+input, leaves the previous file (or none) under the final name, never a truncated one.
+
+* `write_atomically(path, data)`: a whole file from bytes or text.
+* `open_atomically(path, mode)`: a file object to stream into (JSON lines, TSV rows).
+* `atomic_output(path)`: a temporary path for writers that take a path (TFRecordWriter, Keras).
+* `atomic_prefix(prefix)`: a temporary prefix for writers of several `prefix.*` files (a
+  TensorFlow checkpoint), renamed together.
+
+Paths are local, or URLs of a file system TensorFlow knows (gs://, s3://, hdfs://); TensorFlow is
+imported only for the latter.
+"""
+
+import contextlib
+import glob
+import os
+import uuid
+
+
+def _is_remote(path):
+    return "://" in path
+
+
+def _gfile():
+    import tensorflow as tf  # only remote file systems need it; local writes stay TF-free
+
+    return tf.io.gfile
+
+
+def _temporary_name(path):
+    # Beside the final file, so the rename never crosses file systems; the final name comes last
+    # because some writers insist on its suffix (Keras: ".weights.h5").
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}-{name}")
+
+
+def _matching(prefix):
+    if _is_remote(prefix):
+        return _gfile().glob(prefix + ".*")
+    return glob.glob(glob.escape(prefix) + ".*")
+
+
+def _remove_if_present(path):
+    if _is_remote(path):
+        if _gfile().exists(path):
+            _gfile().remove(path)
+    elif os.path.lexists(path):
+        os.remove(path)
+
+
+def _move(source, target):
+    if _is_remote(target):
+        _gfile().rename(source, target, overwrite=True)
+    else:
+        os.replace(source, target)
+
+
+@contextlib.contextmanager
+def atomic_output(path):
+    """Yields a temporary path beside `path`; renames it to `path` when the block succeeds.
+
+    If the block raises, the temporary file is deleted and `path` is left as it was.
+
+    Args:
+        path: the final file.
+
+    Yields:
+        The temporary path to write.
+    """
+    temp = _temporary_name(path)
+    try:
+        yield temp
+        _move(temp, path)
+    finally:
+        _remove_if_present(temp)
+
+
+@contextlib.contextmanager
+def atomic_prefix(prefix, last_suffix=None):
+    """Yields a temporary prefix; renames every `<temp>.*` file to `<prefix>.*` on success.
+
+    Args:
+        prefix: the final prefix, e.g. `out/bert_model.ckpt`.
+        last_suffix: the file renamed last, e.g. ".index": a TensorFlow checkpoint becomes
+            visible through its index, so its data files must be in place before it.
+
+    Yields:
+        The temporary prefix to write under.
+    """
+    temp = _temporary_name(prefix)
+    try:
+        yield temp
+        written = sorted(
+            _matching(temp), key=lambda p: bool(last_suffix) and p.endswith(last_suffix)
+        )
+        for source in written:
+            _move(source, prefix + source[len(temp) :])
+    finally:
+        for leftover in _matching(temp):
+            _remove_if_present(leftover)
+
+
+@contextlib.contextmanager
+def open_atomically(path, mode="w"):
+    """Opens a temporary file to write (text as UTF-8, or binary with "wb"); see `atomic_output`.
+
+    Yields:
+        The open file object.
+    """
+    with atomic_output(path) as temp:
+        if _is_remote(temp):
+            handle = _gfile().GFile(temp, mode)
+        elif "b" in mode:
+            handle = open(temp, mode)
+        else:
+            handle = open(temp, mode, encoding="utf-8")
+        with handle:
+            yield handle
+
+
+def write_atomically(path, data):
+    """Writes `data` (str as UTF-8, or bytes) as the whole content of `path`, atomically."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    with open_atomically(path, "wb") as handle:
+        handle.write(data)

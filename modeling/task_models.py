@@ -1,0 +1,131 @@
+"""The task models: `BertModel` plus one of the heads, as the original scripts build them.
+
+| Model | Head (checkpoint names) | Used by |
+|---|---|---|
+| `BertPretrainer` | `PretrainingHeads` (`cls/predictions/*`, `cls/seq_relationship/*`) | run_pretraining |
+| `BertClassifier` | `ClassifierHead` (`output_weights`, `output_bias`) on the pooled output | run_classifier |
+| `BertSpanModel` | `SpanHead` (`cls/squad/*`) on every token | run_squad |
+
+A new head is one class in `modeling/heads.py` and one small class here.
+"""
+
+import keras
+
+from modeling.bert_model import BertModel, ConfigSerialization
+from modeling.config import BertConfig
+from modeling.heads import ClassifierHead, PretrainingHeads, SpanHead
+
+
+def _fine_tuning_head_config(config):
+    # The original hard-codes stddev 0.02 for the fine-tuning heads, whatever the config says.
+    return BertConfig.from_dict({**config.to_dict(), "initializer_range": 0.02})
+
+
+class _EncoderWithHead(ConfigSerialization, keras.Model):
+    """`self.bert` (`bert/*`) plus a head that subclasses create after calling this."""
+
+    def __init__(self, config, name, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.config = config
+        self.bert = BertModel(config)
+
+    def build(self, input_shape=None):
+        # Both parts create their variables at construction.
+        pass
+
+
+class BertPretrainer(_EncoderWithHead):
+    """The encoder and the pretraining heads (`cls/*`), as run_pretraining builds them.
+
+    Example:
+
+        pretrainer = BertPretrainer(config)
+        out = pretrainer({"input_ids": ids, "input_mask": mask, "segment_ids": segments,
+                          "masked_lm_positions": positions})
+        out["masked_lm_logits"]  # [batch * max_predictions, vocab]
+
+    Args:
+        config: a `BertConfig`.
+    """
+
+    def __init__(self, config, name="bert_pretrainer", **kwargs):
+        super().__init__(config, name, **kwargs)
+        self.cls = PretrainingHeads(config)
+        self.build()
+
+    def call(self, inputs, training=False):
+        """Args: inputs: BertModel's dict plus `masked_lm_positions` int32 `[B, P]`.
+
+        Returns:
+            BertModel's output dict plus `masked_lm_logits` `[B * P, V]` and
+            `next_sentence_logits` `[B, 2]` (float32).
+        """
+        out = dict(self.bert(inputs, training=training))
+        out.update(
+            self.cls(
+                out["sequence_output"],
+                out["pooled_output"],
+                inputs["masked_lm_positions"],
+                self.bert.embedding_table,
+            )
+        )
+        return out
+
+
+class BertClassifier(_EncoderWithHead):
+    """Sentence (pair) classification or regression on `pooled_output`, as run_classifier.
+
+    The head's `output_weights` are initialised with stddev 0.02 whatever the config says,
+    as the original hard-codes it.
+
+    Example:
+
+        model = BertClassifier(config, num_labels=3)
+        logits = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+
+    Args:
+        config: a `BertConfig`.
+        num_labels: classes C (1 for regression).
+    """
+
+    config_arguments = ("num_labels",)
+
+    def __init__(self, config, num_labels, name="bert_classifier", **kwargs):
+        super().__init__(config, name, **kwargs)
+        self.num_labels = num_labels
+        self.classifier = ClassifierHead(num_labels, _fine_tuning_head_config(config))
+        self.build()
+
+    def call(self, inputs, training=False):
+        """Args: BertModel's input dict. Returns float32 logits `[B, C]`."""
+        pooled = self.bert(inputs, training=training)["pooled_output"]
+        return self.classifier(pooled, training=training)
+
+
+class BertSpanModel(_EncoderWithHead):
+    """Answer-span prediction (SQuAD) on `sequence_output`, as run_squad.
+
+    The head's `output_weights` are initialised with stddev 0.02 whatever the config says, as
+    the original hard-codes it. No position is masked: padding and question tokens get logits
+    too, exactly as in the original.
+
+    Example:
+
+        model = BertSpanModel(config)
+        start_logits, end_logits = model(
+            {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+        )
+
+    Args:
+        config: a `BertConfig`.
+    """
+
+    def __init__(self, config, name="bert_span", **kwargs):
+        super().__init__(config, name, **kwargs)
+        self.span = SpanHead(_fine_tuning_head_config(config))
+        self.build()
+
+    def call(self, inputs, training=False):
+        """Args: BertModel's input dict. Returns (start_logits, end_logits), float32 `[B, S]`."""
+        sequence = self.bert(inputs, training=training)["sequence_output"]
+        return self.span(sequence)

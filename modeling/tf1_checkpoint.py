@@ -1,0 +1,308 @@
+"""Original (TF1, name-based) BERT checkpoints: the name table, strict loading and saving.
+
+The one table from original checkpoint names to this project's Keras variables is built by the
+`*_variable_map` functions below, from layer attributes rather than Keras paths, so it does not
+depend on how a Keras version spells paths.
+"""
+
+import os
+import re
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from fileio.atomic import atomic_prefix
+
+# Names in original checkpoints that are training state, never weights.
+_OPTIMIZER_NAME = re.compile(r"(/adam_[mv]$|^global_step$|/(Adam|Momentum|LAMB)(_\d+)?$)")
+
+# Names of heads that a checkpoint may carry although the model being loaded lacks them (a
+# released checkpoint has cls/* pretraining heads; a fine-tuned one has a task head).
+_HEAD_NAME = re.compile(r"^(cls/|output_weights$|output_bias$)")
+
+
+def is_optimizer_variable(name):
+    """True for `global_step` and optimizer slots such as `X/adam_m`, `X/adam_v`."""
+    return bool(_OPTIMIZER_NAME.search(name))
+
+
+def _dense(prefix, layer):
+    return {f"{prefix}/kernel": layer.kernel, f"{prefix}/bias": layer.bias}
+
+
+def _layer_norm(prefix, layer):
+    return {f"{prefix}/gamma": layer.gamma, f"{prefix}/beta": layer.beta}
+
+
+def encoder_variable_map(bert_model):
+    """Original name -> variable for every weight of a `BertModel` (scope `bert`).
+
+    Args:
+        bert_model: a `modeling.BertModel`.
+
+    Returns:
+        dict from original checkpoint name (e.g. `bert/pooler/dense/kernel`) to its variable.
+    """
+    emb = bert_model.embeddings
+    names = {
+        "bert/embeddings/word_embeddings": emb.word_embeddings,
+        "bert/embeddings/token_type_embeddings": emb.token_type_embeddings,
+        "bert/embeddings/position_embeddings": emb.position_embeddings,
+        **_layer_norm("bert/embeddings/LayerNorm", emb.layer_norm),
+    }
+    for i, layer in enumerate(bert_model.encoder.transformer_layers):
+        p = f"bert/encoder/layer_{i}"
+        att = layer.attention
+        names.update(_dense(f"{p}/attention/self/query", att.self_attention.query))
+        names.update(_dense(f"{p}/attention/self/key", att.self_attention.key))
+        names.update(_dense(f"{p}/attention/self/value", att.self_attention.value))
+        names.update(_dense(f"{p}/attention/output/dense", att.output_block.dense))
+        names.update(_layer_norm(f"{p}/attention/output/LayerNorm", att.output_block.layer_norm))
+        names.update(_dense(f"{p}/intermediate/dense", layer.intermediate.dense))
+        names.update(_dense(f"{p}/output/dense", layer.output_block.dense))
+        names.update(_layer_norm(f"{p}/output/LayerNorm", layer.output_block.layer_norm))
+    names.update(_dense("bert/pooler/dense", bert_model.pooler.dense))
+    return names
+
+
+def pretraining_heads_variable_map(heads):
+    """Original names of a `PretrainingHeads` layer (the MLM decoder matrix is the tied
+    `bert/embeddings/word_embeddings`, owned by the encoder)."""
+    mlm = heads.predictions
+    nsp = heads.seq_relationship
+    return {
+        **_dense("cls/predictions/transform/dense", mlm.transform.dense),
+        **_layer_norm("cls/predictions/transform/LayerNorm", mlm.transform.layer_norm),
+        "cls/predictions/output_bias": mlm.output_bias,
+        "cls/seq_relationship/output_weights": nsp.output_weights,
+        "cls/seq_relationship/output_bias": nsp.output_bias,
+    }
+
+
+def classifier_variable_map(head):
+    """run_classifier's top-level `output_weights` / `output_bias` of a `ClassifierHead`."""
+    return {
+        "output_weights": head.projection.output_weights,
+        "output_bias": head.projection.output_bias,
+    }
+
+
+def span_variable_map(head):
+    """run_squad's `cls/squad/*` variables of a `SpanHead`."""
+    return {
+        "cls/squad/output_weights": head.projection.output_weights,
+        "cls/squad/output_bias": head.projection.output_bias,
+    }
+
+
+def token_classifier_variable_map(head):
+    """This project's `cls/ner/*` variables of a `TokenClassifierHead`."""
+    return {
+        "cls/ner/output_weights": head.projection.output_weights,
+        "cls/ner/output_bias": head.projection.output_bias,
+    }
+
+
+def build_variable_map(
+    bert_model=None, pretraining_heads=None, classifier=None, span=None, token_classifier=None
+):
+    """Merges the name maps of the given parts into one dict (name -> variable)."""
+    parts = [
+        (bert_model, encoder_variable_map),
+        (pretraining_heads, pretraining_heads_variable_map),
+        (classifier, classifier_variable_map),
+        (span, span_variable_map),
+        (token_classifier, token_classifier_variable_map),
+    ]
+    names = {}
+    for part, fn in parts:
+        if part is not None:
+            names.update(fn(part))
+    return names
+
+
+def resolve_checkpoint_path(path):
+    """Turns a checkpoint prefix or a directory into a checkpoint prefix.
+
+    A directory resolves to its latest checkpoint (a `checkpoint` state file) or, failing that,
+    to `bert_model.ckpt` inside it, as in Google's model zips.
+
+    Raises:
+        ValueError: when nothing readable is found, naming the path.
+    """
+    if tf.io.gfile.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest:
+            return latest
+        candidate = os.path.join(path, "bert_model.ckpt")
+        if tf.io.gfile.exists(candidate + ".index"):
+            return candidate
+        raise ValueError(
+            f"No checkpoint found in directory {path}: expected bert_model.ckpt.index or a "
+            "'checkpoint' state file. Pass the checkpoint prefix, e.g. "
+            ".../uncased_L-12_H-768_A-12/bert_model.ckpt."
+        )
+    if tf.io.gfile.exists(path + ".index"):
+        return path
+    raise ValueError(
+        f"Checkpoint not found: {path} (no file {path}.index). Pass the prefix of the "
+        "checkpoint files, e.g. .../bert_model.ckpt for bert_model.ckpt.index and "
+        "bert_model.ckpt.data-00000-of-00001."
+    )
+
+
+def read_checkpoint(path, include_optimizer=False):
+    """Reads every tensor of a name-based checkpoint into numpy arrays.
+
+    Args:
+        path: checkpoint prefix or directory (see `resolve_checkpoint_path`).
+        include_optimizer: keep `global_step` and optimizer slots.
+
+    Returns:
+        dict name -> np.ndarray.
+    """
+    reader = tf.train.load_checkpoint(resolve_checkpoint_path(path))
+    shapes = reader.get_variable_to_shape_map()
+    return {
+        name: reader.get_tensor(name)
+        for name in sorted(shapes)
+        if include_optimizer or not is_optimizer_variable(name)
+    }
+
+
+def _shape_str(shape):
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def check_arrays_match(variable_map, arrays, source, allow_missing=False, ignore_heads=True):
+    """Compares a name map with checkpoint arrays and raises one error listing every problem.
+
+    Args:
+        variable_map: dict name -> variable (the model side).
+        arrays: dict name -> np.ndarray (the checkpoint side, optimizer slots removed).
+        source: what `arrays` came from, for the message.
+        allow_missing: accept model variables absent from the checkpoint (they keep their
+            initial values, as the original's `init_from_checkpoint` leaves task heads).
+        ignore_heads: accept checkpoint heads (`cls/*`, `output_*`) the model does not have.
+
+    Raises:
+        ValueError: listing missing names, unexpected names and shape mismatches (both shapes).
+    """
+    problems = []
+    for name, var in variable_map.items():
+        if name not in arrays:
+            if not allow_missing:
+                problems.append(f"  missing in checkpoint: {name} {_shape_str(var.shape)}")
+        elif tuple(arrays[name].shape) != tuple(var.shape):
+            problems.append(
+                f"  shape mismatch: {name}: checkpoint {_shape_str(arrays[name].shape)} vs "
+                f"model {_shape_str(var.shape)}"
+            )
+    for name in arrays:
+        if name not in variable_map and not (ignore_heads and _HEAD_NAME.search(name)):
+            problems.append(f"  unexpected in checkpoint: {name} {_shape_str(arrays[name].shape)}")
+    if problems:
+        raise ValueError(
+            f"Checkpoint {source} does not match the model ({len(problems)} problems):\n"
+            + "\n".join(problems)
+            + "\nCheck that --bert_config_file belongs to this checkpoint (layers, hidden size, "
+            "vocab_size, type_vocab_size, max_position_embeddings)."
+        )
+
+
+def assign_arrays(variable_map, arrays, source="arrays", strict=True, log=True):
+    """Assigns checkpoint arrays to model variables, after `check_arrays_match`.
+
+    Args:
+        variable_map: dict name -> variable.
+        arrays: dict name -> np.ndarray.
+        source: description of `arrays` for messages.
+        strict: every model variable must be in `arrays`; when False, absent ones keep their
+            initial values (the original's `init_checkpoint` behaviour for task heads).
+        log: log a summary line (counts, variables not restored) and, at verbosity 1, the
+            original's listing `name = ..., shape = ...[, *INIT_FROM_CKPT*]`.
+
+    Returns:
+        The sorted list of names that were assigned.
+    """
+    check_arrays_match(variable_map, arrays, source, allow_missing=not strict)
+    loaded = []
+    for name, var in variable_map.items():
+        if name in arrays:
+            var.assign(arrays[name].astype(var.dtype))
+            loaded.append(name)
+    if log:
+        missing = [name for name in variable_map if name not in arrays]
+        logging.info(
+            "Initialized %d of %d variables from %s%s",
+            len(loaded),
+            len(variable_map),
+            source,
+            f"; not in the checkpoint, kept as initialised: {', '.join(missing)}"
+            if missing
+            else "",
+        )
+        # The original's full listing, with --verbosity=1 (or -v 1).
+        logging.vlog(1, "**** Trainable Variables ****")
+        for name, var in variable_map.items():
+            suffix = ", *INIT_FROM_CKPT*" if name in arrays else ""
+            logging.vlog(1, "  name = %s, shape = %s%s", name, tuple(var.shape), suffix)
+    return sorted(loaded)
+
+
+def load_tf1_checkpoint(path, strict=True, **parts):
+    """Loads an original name-based checkpoint (e.g. Google's `bert_model.ckpt`).
+
+    Example:
+
+        bert = BertModel(BertConfig.from_json_file(".../bert_config.json"))
+        heads = PretrainingHeads(bert.config)
+        load_tf1_checkpoint(".../bert_model.ckpt", bert_model=bert, pretraining_heads=heads)
+
+    Args:
+        path: checkpoint prefix or directory.
+        strict: see `assign_arrays`.
+        **parts: `bert_model=`, `pretraining_heads=`, `classifier=`, `span=`,
+            `token_classifier=` (see `build_variable_map`).
+
+    Returns:
+        The sorted list of loaded names.
+
+    Raises:
+        ValueError: for a missing checkpoint or any name or shape mismatch, all listed at once.
+    """
+    prefix = resolve_checkpoint_path(path)
+    return assign_arrays(build_variable_map(**parts), read_checkpoint(prefix), prefix, strict)
+
+
+def variables_to_arrays(variable_map):
+    """dict name -> np.ndarray of the current values."""
+    return {name: np.asarray(var.numpy()) for name, var in variable_map.items()}
+
+
+def save_tf1_checkpoint(arrays, prefix):
+    """Writes arrays as an original-layout, name-based checkpoint (`prefix.index`, `.data-*`).
+
+    The files are written under a temporary prefix in the same directory, then renamed
+    (`fileio.atomic.atomic_prefix`), so a crash never leaves a half-written checkpoint under the
+    final name.
+
+    Args:
+        arrays: dict original name -> np.ndarray.
+        prefix: e.g. `out/bert_model.ckpt`.
+
+    Returns:
+        `prefix`.
+    """
+    tf.io.gfile.makedirs(os.path.dirname(prefix) or ".")
+    names = sorted(arrays)
+    # The index goes last: its presence is what makes a checkpoint visible.
+    with atomic_prefix(prefix, last_suffix=".index") as temp, tf.device("/cpu:0"):
+        tf.raw_ops.SaveV2(
+            prefix=temp,
+            tensor_names=names,
+            shape_and_slices=[""] * len(names),
+            tensors=[tf.constant(arrays[n]) for n in names],
+        )
+    return prefix

@@ -1,0 +1,54 @@
+"""The one tiny BERT configuration of the tests (the original modeling_test's sizes, 2 layers).
+
+`TINY_CONFIG` is a plain dict so that the oracles, which run the original TF1 code in a child
+process, can use it without importing this project's Keras 3 model code.
+"""
+
+import json
+
+TINY_CONFIG = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+    type_vocab_size=2,
+)
+
+
+def tiny_config(**overrides):
+    """A `BertConfig` of `TINY_CONFIG` with `overrides`."""
+    from modeling.config import BertConfig
+
+    return BertConfig(**{**TINY_CONFIG, **overrides})
+
+
+def write_tiny_config(path, **overrides):
+    """Writes `TINY_CONFIG` with `overrides` as a bert_config.json."""
+    with open(path, "w") as f:
+        json.dump({**TINY_CONFIG, **overrides}, f)
+
+
+def tiny_train_config(output_dir, **overrides):
+    """A `TrainConfig` for tiny runs of the loop: every step logged, nothing compiled."""
+    from training.loop import TrainConfig
+
+    values = dict(
+        output_dir=str(output_dir),
+        learning_rate=1e-3,
+        train_batch_size=8,
+        save_checkpoints_steps=1000,
+        iterations_per_loop=1,
+        log_every_steps=1,
+        num_accumulation_steps=1,
+        optimizer="adamw",
+        precision="float32",
+        use_xla=False,
+        init_checkpoint=None,
+        keep_checkpoint_max=5,
+        seed=7,
+        num_train_steps=10,
+        num_warmup_steps=2,
+    )
+    return TrainConfig(**{**values, **overrides})

@@ -1,0 +1,167 @@
+"""BertConfig, BertModel and heads: shapes, defaults, validation (tiny config)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from modeling.activations import gelu, gelu_exact, get_activation
+from modeling.bert_model import BertModel
+from modeling.config import BertConfig
+from modeling.heads import ClassifierHead, PretrainingHeads, SpanHead, TokenClassifierHead
+from modeling.task_models import BertPretrainer
+from tests.helpers.tiny_config import tiny_config as shared_tiny_config
+
+BATCH, SEQ = 13, 7
+
+
+def tiny_config(**overrides):
+    """The tests' tiny configuration with the original modeling_test's 16 token types."""
+    return shared_tiny_config(**{"type_vocab_size": 16, **overrides})
+
+
+def tiny_inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    return {
+        "input_ids": rng.integers(0, 99, (BATCH, SEQ)).astype(np.int32),
+        "input_mask": rng.integers(0, 2, (BATCH, SEQ)).astype(np.int32),
+        "segment_ids": rng.integers(0, 16, (BATCH, SEQ)).astype(np.int32),
+    }
+
+
+def test_config_defaults_and_json(tmp_path):
+    config = BertConfig(vocab_size=99, hidden_size=37)
+    data = json.loads(config.to_json_string())
+    assert data["vocab_size"] == 99 and data["hidden_size"] == 37
+    assert data["type_vocab_size"] == 16 and data["hidden_act"] == "gelu"
+    assert len(data) == 11
+    assert config.to_json_string() == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps({"vocab_size": 5, "directionality": "bidi", "pooler_type": "x"}))
+    loaded = BertConfig.from_json_file(str(path))
+    assert loaded.vocab_size == 5 and loaded.directionality == "bidi"
+    assert loaded.hidden_size == 768 and loaded.type_vocab_size == 16
+
+
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("hidden_size", 30, "not a multiple of the number of attention heads"),
+        ("num_hidden_layers", 0, "num_hidden_layers must be a positive integer, got 0"),
+        ("vocab_size", None, "vocab_size must be a positive integer, got None"),
+        ("hidden_act", "swish", "unsupported hidden_act 'swish'"),
+        ("hidden_dropout_prob", 1.5, r"hidden_dropout_prob must be in \[0, 1\)"),
+    ],
+)
+def test_config_validation(field, value, message):
+    config = tiny_config()
+    setattr(config, field, value)
+    with pytest.raises(ValueError, match=message):
+        BertModel(config)
+
+
+def test_config_file_errors(tmp_path):
+    with pytest.raises(ValueError, match="bert_config file not found: .*missing.json"):
+        BertConfig.from_json_file(str(tmp_path / "missing.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"vocab_size": 5,\n "hidden_size": }')
+    with pytest.raises(ValueError, match=r"bad.json is not valid JSON \(line 2"):
+        BertConfig.from_json_file(str(bad))
+
+
+def test_model_output_shapes_and_defaults():
+    model = BertModel(tiny_config())
+    out = model(tiny_inputs(), training=True)
+    assert out["sequence_output"].shape == (BATCH, SEQ, 32)
+    assert out["embedding_output"].shape == (BATCH, SEQ, 32)
+    assert out["pooled_output"].shape == (BATCH, 32)
+    assert len(out["all_encoder_layers"]) == 2
+    assert out["all_encoder_layers"][-1] is out["sequence_output"]
+    ids = tiny_inputs()["input_ids"]
+    default = model({"input_ids": ids})["sequence_output"]
+    explicit = model(
+        {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+    )["sequence_output"]
+    np.testing.assert_array_equal(default, explicit)
+
+
+def test_padding_is_masked_on_keys():
+    """Changing a padded token changes nothing at real positions."""
+    model = BertModel(tiny_config())
+    inputs = tiny_inputs()
+    inputs["input_mask"][:, :4] = 1
+    inputs["input_mask"][:, 4:] = 0
+    changed = {k: v.copy() for k, v in inputs.items()}
+    changed["input_ids"][:, 4:] = (changed["input_ids"][:, 4:] + 1) % 99
+    a = model(inputs)["sequence_output"].numpy()[:, :4]
+    b = model(changed)["sequence_output"].numpy()[:, :4]
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_sequence_longer_than_positions_is_an_error():
+    model = BertModel(tiny_config(max_position_embeddings=5))
+    with pytest.raises(ValueError, match="Sequence length 7 exceeds max_position_embeddings"):
+        model({"input_ids": np.zeros((1, 7), np.int32)})
+
+
+def test_initializers():
+    model = BertModel(tiny_config(vocab_size=3000, initializer_range=0.02))
+    table = model.embedding_table.numpy()
+    assert abs(table.std() - 0.02 * 0.8796) < 2e-3  # truncated at 2 stddev
+    assert np.abs(table).max() <= 0.04 + 1e-7
+    layer = model.encoder.transformer_layers[0]
+    np.testing.assert_array_equal(layer.attention.self_attention.query.bias.numpy(), 0.0)
+    np.testing.assert_array_equal(layer.output_block.layer_norm.gamma.numpy(), 1.0)
+
+
+def test_activations():
+    x = tf.constant(np.linspace(-4, 4, 101), tf.float32)
+    xs = x.numpy().astype(np.float64)
+    tanh_form = 0.5 * xs * (1 + np.tanh(math.sqrt(2 / math.pi) * (xs + 0.044715 * xs**3)))
+    erf_form = xs * 0.5 * (1 + np.vectorize(math.erf)(xs / math.sqrt(2)))
+    np.testing.assert_allclose(gelu(x), tanh_form, atol=1e-6)
+    np.testing.assert_allclose(gelu_exact(x), erf_form, atol=1e-6)
+    assert np.abs(tanh_form - erf_form).max() > 1e-4
+    assert get_activation("linear") is None and get_activation("") is None
+    assert get_activation("RELU") is tf.nn.relu
+    with pytest.raises(ValueError, match="Unsupported activation: swish"):
+        get_activation("swish")
+
+
+def test_heads_shapes():
+    config = tiny_config()
+    model = BertModel(config)
+    out = model(tiny_inputs())
+    positions = np.tile(np.arange(3, dtype=np.int32), (BATCH, 1))
+    heads = PretrainingHeads(config)
+    head_out = heads(out["sequence_output"], out["pooled_output"], positions, model.embedding_table)
+    assert head_out["masked_lm_logits"].shape == (BATCH * 3, 99)
+    assert head_out["next_sentence_logits"].shape == (BATCH, 2)
+    assert ClassifierHead(3, config)(out["pooled_output"]).shape == (BATCH, 3)
+    start, end = SpanHead(config)(out["sequence_output"])
+    assert start.shape == end.shape == (BATCH, SEQ)
+    assert TokenClassifierHead(5, config)(out["sequence_output"]).shape == (BATCH, SEQ, 5)
+
+
+def test_masked_lm_head_gathers_only_masked_positions():
+    config = tiny_config()
+    model, heads = BertModel(config), PretrainingHeads(config)
+    out = model(tiny_inputs())
+    positions = np.array([[2, 5]] * BATCH, np.int32)
+    logits = heads(out["sequence_output"], out["pooled_output"], positions, model.embedding_table)[
+        "masked_lm_logits"
+    ].numpy()
+    seq = out["sequence_output"].numpy()
+    hidden = heads.predictions.transform(seq[1, 5][None]).numpy()
+    expected = hidden @ model.embedding_table.numpy().T + heads.predictions.output_bias.numpy()
+    np.testing.assert_allclose(logits[1 * 2 + 1], expected[0], atol=1e-5)
+
+
+def test_keras_config_round_trip():
+    model = BertModel(tiny_config(hidden_act="gelu_exact"))
+    clone = BertModel.from_config(model.get_config())
+    assert clone.config == model.config
+    pre = BertPretrainer(tiny_config())
+    assert BertPretrainer.from_config(pre.get_config()).config == pre.config

@@ -1,0 +1,262 @@
+"""run_pretraining.py end to end on tiny data: learning, export, resume, signals, bad input."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from modeling import tf1_checkpoint
+from modeling.bert_model import BertModel
+from modeling.config import BertConfig
+from modeling.heads import PretrainingHeads
+from tests.helpers.pretraining_records import write_records
+from tests.helpers.scripts import ENV, REPO, run_in_repo
+from tests.helpers.tiny_config import write_tiny_config
+
+
+def _pretrain_cmd(data, out_dir, *extra):
+    return [
+        sys.executable,
+        os.path.join(REPO, "run_pretraining.py"),
+        f"--input_file={data / 'data.tfrecord'}",
+        f"--output_dir={out_dir}",
+        f"--bert_config_file={data / 'bert_config.json'}",
+        "--do_train",
+        "--train_batch_size=8",
+        "--max_seq_length=32",
+        "--max_predictions_per_seq=5",
+        "--num_warmup_steps=5",
+        "--learning_rate=1e-3",
+        "--iterations_per_loop=1",
+        "--log_every_steps=1",
+        "--deterministic",
+        *extra,
+    ]
+
+
+def _final_weights(out_dir):
+    return tf1_checkpoint.read_checkpoint(str(out_dir / "bert_model.ckpt"))
+
+
+def test_resume_after_kill_equals_uninterrupted_run(data, tmp_path):
+    steps = ["--num_train_steps=40", "--save_checkpoints_steps=5"]
+    full = run_in_repo(_pretrain_cmd(data, tmp_path / "full", *steps), timeout=600)
+    assert full.returncode == 0, full.stderr[-3000:]
+    victim = subprocess.Popen(
+        _pretrain_cmd(data, tmp_path / "killed", *steps),
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    # A seeded kill point among the first checkpoints (5, 10, 15 or 20 of 40 steps).
+    kill_step = int(np.random.default_rng(20).integers(1, 5)) * 5
+    target = tmp_path / "killed" / f"model.ckpt-{kill_step}"
+    deadline = time.time() + 300
+    while not os.path.exists(str(target) + ".index") and victim.poll() is None:
+        assert time.time() < deadline
+        time.sleep(0.05)
+    victim.kill()
+    victim.wait()
+    assert not os.path.exists(tmp_path / "killed" / "bert_model.ckpt.index")
+    resumed = run_in_repo(_pretrain_cmd(data, tmp_path / "killed", *steps), timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Resumed from" in resumed.stderr
+    a, b = _final_weights(tmp_path / "full"), _final_weights(tmp_path / "killed")
+    assert sorted(a) == sorted(b)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def _eval_results(out):
+    return dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())
+
+
+def test_training_learns_and_exports_original_layout(data, tmp_path):
+    before = run_in_repo(
+        [
+            c
+            for c in _pretrain_cmd(
+                data, tmp_path / "before", "--do_eval", "--eval_batch_size=16", "--max_eval_steps=8"
+            )
+            if c != "--do_train"
+        ],
+        timeout=600,
+    )
+    assert before.returncode == 0, before.stderr[-3000:]
+    start = _eval_results(tmp_path / "before")
+    assert start["global_step"] == "0"
+    out = tmp_path / "out"
+    result = run_in_repo(
+        _pretrain_cmd(
+            data,
+            out,
+            "--num_train_steps=400",
+            "--save_checkpoints_steps=200",
+            "--do_eval",
+            "--eval_batch_size=16",
+            "--max_eval_steps=8",
+            "--train_batch_size=32",
+            "--num_warmup_steps=30",
+            "--learning_rate=3e-3",
+            "--iterations_per_loop=100",
+            "--log_every_steps=100",
+        ),
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "step 400/400 loss=" in result.stderr and "examples/s ETA" in result.stderr
+    lines = (out / "eval_results.txt").read_text().splitlines()
+    keys = [line.split(" = ")[0] for line in lines]
+    assert (
+        keys
+        == sorted(keys)
+        == [
+            "global_step",
+            "loss",
+            "masked_lm_accuracy",
+            "masked_lm_loss",
+            "next_sentence_accuracy",
+            "next_sentence_loss",
+        ]
+    )
+    values = _eval_results(out)
+    assert values["global_step"] == "400"
+    # Chance is 1/99 for masked tokens and 1/2 for NSP; the data make both learnable.
+    assert float(start["masked_lm_accuracy"]) < 0.1 and float(values["masked_lm_accuracy"]) > 0.5
+    assert float(start["next_sentence_accuracy"]) < 0.7
+    assert float(values["next_sentence_accuracy"]) > 0.9
+    assert float(values["loss"]) < float(start["loss"]) - 1.0
+    assert os.path.isdir(out / "train") and tf.io.gfile.glob(str(out / "train" / "events.*"))
+    config = BertConfig.from_json_file(str(out / "bert_config.json"))
+    model, heads = BertModel(config), PretrainingHeads(config)
+    tf1_checkpoint.load_tf1_checkpoint(
+        str(out / "bert_model.ckpt"), bert_model=model, pretraining_heads=heads
+    )
+    saved = tf1_checkpoint.read_checkpoint(str(out / "model.ckpt-400"), include_optimizer=True)
+    assert saved["global_step"] == 400 and "bert/pooler/dense/kernel/adam_m" in saved
+
+
+def test_sigterm_saves_and_exits(data, tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        _pretrain_cmd(data, out, "--num_train_steps=100000", "--save_checkpoints_steps=100000"),
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 300
+    while not tf.io.gfile.glob(str(out / "train" / "events.*")):
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "Stopped by signal" in err
+    saved = [p for p in os.listdir(out) if p.startswith("model.ckpt-") and p.endswith(".index")]
+    assert len(saved) == 1
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--do_train=false"], "At least one of `do_train` or `do_eval` must be True."),
+        (["--input_file=/nonexistent/*.tfrecord"], "no file matches '/nonexistent/*.tfrecord'"),
+        (
+            ["--max_seq_length=64"],
+            "feature 'input_ids' has length 32 but the flags expect 64; pass the --max_seq_length",
+        ),
+        (
+            ["--max_predictions_per_seq=20"],
+            "has length 5 but the flags expect 20; pass the --max_predictions_per_seq",
+        ),
+    ],
+)
+def test_bad_input_is_a_clear_error(data, tmp_path, extra, message):
+    cmd = [
+        c
+        for c in _pretrain_cmd(data, tmp_path / "o", "--num_train_steps=1")
+        if not any(c.startswith(e.split("=")[0] + "=") for e in extra)
+    ]
+    result = run_in_repo(cmd + extra, timeout=300)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_init_checkpoint_mismatch_is_a_clear_error(data, tmp_path, original_gelu):
+    result = run_in_repo(
+        _pretrain_cmd(
+            data,
+            tmp_path / "o",
+            "--num_train_steps=1",
+            f"--init_checkpoint={original_gelu['ckpt']}",
+        ),
+        timeout=300,
+    )
+    assert result.returncode != 0
+    assert (
+        "shape mismatch: bert/embeddings/token_type_embeddings: checkpoint [3, 32] vs model [2, 32]"
+    ) in result.stderr
+
+
+def test_nan_loss_stops_with_the_step(data, tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    write_records(bad / "data.tfrecord", num_examples=64)
+    write_tiny_config(bad / "bert_config.json")
+    # An infinite masked-LM weight makes the loss NaN from the first step on.
+    records = [
+        tf.train.Example.FromString(r.numpy())
+        for r in tf.data.TFRecordDataset(str(bad / "data.tfrecord"))
+    ]
+    with tf.io.TFRecordWriter(str(bad / "data.tfrecord")) as writer:
+        for example in records:
+            example.features.feature["masked_lm_weights"].float_list.value[0] = float("inf")
+            writer.write(example.SerializeToString())
+    result = run_in_repo(_pretrain_cmd(bad, tmp_path / "o", "--num_train_steps=5"), timeout=300)
+    assert result.returncode != 0
+    assert "Loss is nan at step 1: training stopped" in result.stderr
+    assert not tf.io.gfile.glob(str(tmp_path / "o" / "model.ckpt-*"))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--precision=mixed_bfloat16", "--use_xla", "--num_accumulation_steps=2"],
+        ["--precision=mixed_float16", "--optimizer=lamb"],
+    ],
+)
+def test_precision_xla_lamb_and_accumulation_train(data, tmp_path, extra):
+    out = tmp_path / "o"
+    result = run_in_repo(
+        _pretrain_cmd(
+            data,
+            out,
+            "--num_train_steps=60",
+            "--train_batch_size=16",
+            "--learning_rate=3e-3",
+            "--iterations_per_loop=20",
+            "--log_every_steps=20",
+            *extra,
+        ),
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    losses = [
+        float(line.split("loss=")[1].split()[0])
+        for line in result.stderr.splitlines()
+        if "/60 loss=" in line
+    ]
+    assert len(losses) == 3 and all(np.isfinite(losses)) and losses[-1] < losses[0]
+    saved = tf1_checkpoint.read_checkpoint(str(out / "model.ckpt-60"), include_optimizer=True)
+    assert saved["bert/pooler/dense/kernel"].dtype == np.float32
+    if "--precision=mixed_float16" in extra:
+        assert saved["_training_state/loss_scale"] > 0

@@ -1,0 +1,177 @@
+"""run_squad.py end to end with real weights, and the span task against the original's model."""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
+
+from modeling import tf1_checkpoint
+from modeling.config import BertConfig
+from tests.helpers.scripts import REPO, run_in_repo
+from tests.helpers.squad_tasks import write_squad
+from training.tasks import SquadTask
+
+
+def _run(minilm_tf1, out, *extra):
+    cmd = [
+        sys.executable,
+        os.path.join(REPO, "run_squad.py"),
+        f"--vocab_file={minilm_tf1 / 'vocab.txt'}",
+        f"--bert_config_file={minilm_tf1 / 'bert_config.json'}",
+        f"--init_checkpoint={minilm_tf1 / 'bert_model.ckpt'}",
+        "--max_seq_length=64",
+        "--doc_stride=32",
+        "--max_query_length=16",
+        "--train_batch_size=16",
+        "--predict_batch_size=16",
+        "--learning_rate=1e-4",
+        f"--output_dir={out}",
+        "--log_every_steps=20",
+        "--iterations_per_loop=20",
+        *extra,
+    ]
+    return run_in_repo(cmd, timeout=900)
+
+
+def _load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def test_span_task_matches_the_original_model(original_gelu):
+    """Logits and loss of `SquadTask` on the original encoder's sequence output: the original's
+    head (sequence_output · Wᵀ + b, nothing masked) and loss ((CE_start + CE_end) / 2, batch
+    means), computed here in NumPy from the oracle's sequence_output."""
+    ref = original_gelu["ref"]
+    config = BertConfig.from_json_file(original_gelu["config"])
+    task = SquadTask(config)
+    task.build_model()
+    tf1_checkpoint.load_tf1_checkpoint(original_gelu["ckpt"], bert_model=task.model.bert)
+    rng = np.random.default_rng(5)
+    hidden = config.hidden_size
+    weights = rng.normal(0, 0.5, (2, hidden)).astype(np.float32)
+    bias = rng.normal(0, 0.5, 2).astype(np.float32)
+    names = task.variable_map()
+    names["cls/squad/output_weights"].assign(weights)
+    names["cls/squad/output_bias"].assign(bias)
+    batch, seq = ref["input_ids"].shape
+    features = {k: ref[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    features["start_positions"] = rng.integers(0, seq, batch).astype(np.int32)
+    features["end_positions"] = rng.integers(0, seq, batch).astype(np.int32)
+    aux = task.forward(features, training=False)
+
+    logits = ref["sequence_output"] @ weights.T + bias  # [B, S, 2]
+    np.testing.assert_allclose(aux["start_logits"], logits[..., 0], atol=1e-5)
+    np.testing.assert_allclose(aux["end_logits"], logits[..., 1], atol=1e-5)
+
+    def cross_entropy(side_logits, positions):
+        shifted = side_logits - side_logits.max(-1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+        return -log_probs[np.arange(batch), positions].mean()
+
+    expected = (
+        cross_entropy(logits[..., 0], features["start_positions"])
+        + cross_entropy(logits[..., 1], features["end_positions"])
+    ) / 2
+    terms = task.loss_numerators(aux)
+    weights_ = task.loss_weights(features)
+    loss = sum(float(n) / float(w) for n, w in zip(terms, weights_, strict=True))
+    np.testing.assert_allclose(loss, expected, rtol=1e-5)
+
+
+def test_fine_tuning_answers_squad_1_1(minilm_tf1, tmp_path):
+    write_squad(tmp_path / "train.json", num_paragraphs=200, seed=0)
+    dev = write_squad(tmp_path / "dev.json", num_paragraphs=30, seed=1)
+    out = tmp_path / "out"
+    result = _run(
+        minilm_tf1,
+        out,
+        "--do_train",
+        "--do_predict",
+        f"--train_file={tmp_path / 'train.json'}",
+        f"--predict_file={tmp_path / 'dev.json'}",
+        "--num_train_epochs=4",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    # int(600 examples / 16 * 4) = 150 steps, counted in examples as the original.
+    assert "Num steps = 150" in result.stderr
+    predictions = _load(out / "predictions.json")
+    qids = [qa["id"] for p in dev["data"][0]["paragraphs"] for qa in p["qas"]]
+    assert list(predictions) == qids
+    # tf-models-official's port of the official evaluate-v1.1.py (fractions, not percents).
+    scores = squad_evaluate_v1_1.evaluate(dev["data"], predictions)
+    assert scores["exact_match"] >= 0.8 and scores["final_f1"] >= 0.8, scores
+    nbest = _load(out / "nbest_predictions.json")
+    assert list(nbest) == qids
+    first = nbest[qids[0]]
+    assert 1 <= len(first) <= 20
+    assert list(first[0]) == ["text", "probability", "start_logit", "end_logit"]
+    assert first[0]["text"] == predictions[qids[0]]
+    assert abs(sum(e["probability"] for e in first) - 1.0) < 1e-6
+    assert not (out / "null_odds.json").exists()
+
+
+def test_squad_2_0_null_odds_and_threshold(minilm_tf1, tmp_path):
+    write_squad(tmp_path / "train.json", num_paragraphs=200, seed=2, unanswerable=0.5)
+    dev = write_squad(tmp_path / "dev.json", num_paragraphs=30, seed=3, unanswerable=0.5)
+    out = tmp_path / "out"
+    files = [f"--train_file={tmp_path / 'train.json'}", f"--predict_file={tmp_path / 'dev.json'}"]
+    common = ["--version_2_with_negative", *files]
+    result = _run(minilm_tf1, out, "--do_train", "--do_predict", "--num_train_epochs=4", *common)
+    assert result.returncode == 0, result.stderr[-3000:]
+    predictions = _load(out / "predictions.json")
+    null_odds = _load(out / "null_odds.json")
+    assert list(null_odds) == list(predictions)
+    # The port of evaluate-v2.0.py, with null_odds.json as its --na-prob-file (percents).
+    scores = squad_evaluate_v2_0.evaluate(dev["data"], predictions, null_odds)
+    assert scores["HasAns_f1"] >= 80, dict(scores)
+    assert "NoAns_f1" in scores
+
+    # The original's threshold tuning: predict again from the trained checkpoint with another
+    # --null_score_diff_threshold. "" exactly where null score - best non-null > threshold.
+    threshold = float(np.median(list(null_odds.values())))
+    again = _run(
+        minilm_tf1,
+        out,
+        "--do_train=false",
+        "--do_predict",
+        f"--null_score_diff_threshold={threshold}",
+        *common,
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Resumed from" in again.stderr
+    tuned = _load(out / "predictions.json")
+    assert _load(out / "null_odds.json") == pytest.approx(null_odds, abs=1e-4)
+    for qid, odds in null_odds.items():
+        if odds > threshold + 1e-4:
+            assert tuned[qid] == "", qid
+        elif odds < threshold - 1e-4:
+            assert tuned[qid] == predictions[qid] or predictions[qid] == "", qid
+            assert tuned[qid] != ""
+    assert 0 < sum(text == "" for text in tuned.values()) < len(tuned)
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--do_train=false"], "At least one of `do_train` or `do_predict` must be True."),
+        (["--do_train"], "If `do_train` is True, then `train_file` must be specified."),
+        (["--do_predict"], "If `do_predict` is True, then `predict_file` must be specified."),
+        (
+            ["--do_predict", "--predict_file=x.json", "--max_seq_length=19"],
+            "The max_seq_length (19) must be greater than max_query_length (16) + 3",
+        ),
+        (
+            ["--do_predict", "--predict_file=x.json", "--max_seq_length=1000"],
+            "Cannot use sequence length 1000 because the BERT model was only trained up to "
+            "sequence length 512",
+        ),
+    ],
+)
+def test_startup_checks(minilm_tf1, tmp_path, extra, message):
+    result = _run(minilm_tf1, tmp_path / "out", *extra)
+    assert result.returncode != 0
+    assert message in result.stderr

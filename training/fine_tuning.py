@@ -1,0 +1,46 @@
+"""What the fine-tuning runs share: their step counts, record files and log lines.
+
+run_classifier, run_squad (and run_ner) read examples, write them as `<name>.tf_record` in
+output_dir on every run (as the original does), train for a number of epochs and read the
+records back for evaluation and prediction.
+"""
+
+import dataclasses
+import os
+
+from absl import logging
+
+
+def with_training_steps(train_config, num_examples, num_train_epochs, warmup_proportion):
+    """Returns `train_config` with the original's step counts for `num_examples` examples.
+
+    The original's arithmetic: `int(examples / batch * epochs)` steps (at least 1 here) and
+    `int(steps * warmup_proportion)` warmup steps.
+    """
+    steps = max(int(num_examples / train_config.train_batch_size * num_train_epochs), 1)
+    return dataclasses.replace(
+        train_config, num_train_steps=steps, num_warmup_steps=int(steps * warmup_proportion)
+    )
+
+
+def write_records(output_dir, name, write_fn, features, **options):
+    """Writes `<output_dir>/<name>.tf_record` with `write_fn(features, path, **options)`.
+
+    Returns:
+        The path written.
+    """
+    path = os.path.join(output_dir, f"{name}.tf_record")
+    write_fn(features, path, **options)
+    return path
+
+
+def log_inference_set(title, num_examples, num_padding, batch_size):
+    """The original's header of an evaluation or prediction pass."""
+    logging.info("***** Running %s *****", title)
+    logging.info(
+        "  Num examples = %d (%d actual, %d padding)",
+        num_examples,
+        num_examples - num_padding,
+        num_padding,
+    )
+    logging.info("  Batch size = %d", batch_size)
