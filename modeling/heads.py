@@ -164,7 +164,7 @@ class ClassifierHead(keras.layers.Layer):
         super().__init__(name=name, **kwargs)
         self.dropout = keras.layers.Dropout(dropout_rate)
         # The variables live at the top level (no scope) in original classifier checkpoints;
-        # modeling/checkpoint.py maps them by attribute, not by path.
+        # modeling/tf1_checkpoint.py maps them by attribute, not by path.
         self.projection = _OutputProjection(
             num_labels, config.hidden_size, config.initializer_range, name="output"
         )

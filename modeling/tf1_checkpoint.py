@@ -14,17 +14,23 @@ from absl import logging
 
 from fileio.atomic import atomic_prefix
 
-# Names in original checkpoints that are training state, never weights.
-_OPTIMIZER_NAME = re.compile(r"(/adam_[mv]$|^global_step$|/(Adam|Momentum|LAMB)(_\d+)?$)")
+# Training checkpoints (model.ckpt-N) keep state the original had no name for (dropout seeds,
+# the float16 loss scale) under this prefix.
+TRAINING_STATE_PREFIX = "_training_state/"
+# Names in checkpoints that are training state, never weights: the original's optimizer slots and
+# step, and this project's extra state.
+_TRAINING_STATE_NAME = re.compile(
+    r"(/adam_[mv]$|^global_step$|/(Adam|Momentum|LAMB)(_\d+)?$|^" + TRAINING_STATE_PREFIX + ")"
+)
 
 # Names of heads that a checkpoint may carry although the model being loaded lacks them (a
 # released checkpoint has cls/* pretraining heads; a fine-tuned one has a task head).
 _HEAD_NAME = re.compile(r"^(cls/|output_weights$|output_bias$)")
 
 
-def is_optimizer_variable(name):
-    """True for `global_step` and optimizer slots such as `X/adam_m`, `X/adam_v`."""
-    return bool(_OPTIMIZER_NAME.search(name))
+def is_training_state(name):
+    """True for `global_step`, optimizer slots such as `X/adam_m`, and `_training_state/*`."""
+    return bool(_TRAINING_STATE_NAME.search(name))
 
 
 def _dense(prefix, layer):
@@ -157,7 +163,8 @@ def read_checkpoint(path, include_optimizer=False):
 
     Args:
         path: checkpoint prefix or directory (see `resolve_checkpoint_path`).
-        include_optimizer: keep `global_step` and optimizer slots.
+        include_optimizer: keep the training state too: `global_step`, optimizer slots and
+            `_training_state/*` (see `is_training_state`).
 
     Returns:
         dict name -> np.ndarray.
@@ -167,7 +174,7 @@ def read_checkpoint(path, include_optimizer=False):
     return {
         name: reader.get_tensor(name)
         for name in sorted(shapes)
-        if include_optimizer or not is_optimizer_variable(name)
+        if include_optimizer or not is_training_state(name)
     }
 
 

@@ -20,8 +20,6 @@ from absl import logging
 from fileio.atomic import write_atomically
 from modeling import tf1_checkpoint
 
-STATE_PREFIX = "_training_state/"
-
 
 def _write_state_file(output_dir, paths):
     lines = [f'model_checkpoint_path: "{os.path.basename(paths[-1])}"']
@@ -66,7 +64,7 @@ class TrainingCheckpointer:
                 for suffix, slot in self.optimizer.slot_variables(var).items():
                     names[f"{name}/{suffix}"] = slot
         for name, var in self.extra_state.items():
-            names[STATE_PREFIX + name] = var
+            names[tf1_checkpoint.TRAINING_STATE_PREFIX + name] = var
         return names
 
     def save(self, step):

@@ -1,6 +1,6 @@
 """What the fine-tuning runs share: their step counts, record files and log lines.
 
-run_classifier, run_squad (and run_ner) read examples, write them as `<name>.tf_record` in
+run_classifier and run_squad read examples, write them as `<name>.tf_record` in
 output_dir on every run (as the original does), train for a number of epochs and read the
 records back for evaluation and prediction.
 """

@@ -1,4 +1,10 @@
-"""Tasks: a model plus its loss and metrics, in the form the shared loop consumes.
+"""Tasks: a model plus its loss and outputs, in the form the shared loop consumes.
+
+A task has `build_model()` (called in the strategy's scope), `variable_map()` (original
+checkpoint name -> variable, for loading, saving and `model.ckpt-N`), `forward(features,
+training)` (a dict of tensors, "aux"), `loss_weights(features)`, `loss_numerators(aux)` and
+`loss_epsilons`, and for `Trainer.evaluate` `metric_sums(aux)` and `metric_names`, for
+`Trainer.predict` `prediction_outputs(aux)`.
 
 A task's loss is a sum of terms `sum(numerator_t) / (sum(weight_t) + epsilon_t)` where the
 weights depend only on the input features (the masked-LM weights, the batch size). The loop

@@ -21,7 +21,7 @@ from tests.oracles import run_oracle
 def _original_names(oracle):
     with open(os.path.join(oracle["dir"], "variables.json")) as f:
         listed = json.load(f)
-    return {n: tuple(s) for n, s in listed if not tf1_checkpoint.is_optimizer_variable(n)}
+    return {n: tuple(s) for n, s in listed if not tf1_checkpoint.is_training_state(n)}
 
 
 def test_every_original_name_maps_to_one_variable(original_gelu):

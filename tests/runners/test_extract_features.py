@@ -1,4 +1,5 @@
-"""extract_features.py against the original's example reading, features and model outputs."""
+"""extract_features.py against the original's example reading, features, model outputs and
+JSON writer."""
 
 import json
 import os
@@ -9,8 +10,13 @@ import numpy as np
 import pytest
 
 from data.extraction.features import format_json_line, read_examples
+from data.tokenization.full_tokenizer import FullTokenizer
+from modeling.config import BertConfig
 from tests.helpers.paths import REPO
 from tests.oracles import run_oracle
+from training import inference
+from training.extraction_run import ExtractionRun, extract_features
+from training.strategy import create_strategy
 
 WORDS = [
     "the",
@@ -48,8 +54,8 @@ LINES = [
 ]
 
 
-def _vocab(path, size):
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
+def _vocab(path, size, extra=()):
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *extra]
     tokens += [f"[unused{i}]" for i in range(size - len(tokens))]
     path.write_text("\n".join(tokens) + "\n")
 
@@ -120,7 +126,136 @@ def test_first_examples_are_logged_like_the_original(extracted):
     assert "input_type_ids: " + " ".join(map(str, first["input_type_ids"])) in extracted["log"]
 
 
-def test_json_line_format_is_byte_exact():
+# Words that keep non-ASCII characters through lower-casing and accent stripping, so that the
+# writer meets tokens that json.dumps escapes (\u00df, \u4e2d, a surrogate pair for the emoji).
+NON_ASCII_WORDS = ["stra\u00dfe", "\u4e2d", "\u03bb\u03bf\u03b3\u03bf\u03c2", "\U0001f600"]
+WRITER_LINES = [
+    *LINES,
+    "Stra\u00dfe \u4e2d \u03bb\u03cc\u03b3\u03bf\u03c2 \U0001f600 ||| the caf\u00e9 \u4e2d",
+]
+WRITER_LAYERS = [-1, 0, -2]
+WRITER_SEQ_LENGTH = 32
+# Values whose JSON text is easy to get wrong: signed zeros (and values that round to -0.0),
+# float32 denormals, exact binary ties at the 7th decimal (odd multiples of 1/128, which Python's
+# round takes to the even neighbour), near-ties, magnitudes whose repr needs an exponent, the
+# float32 extremes and non-finite values (json.dumps writes NaN and Infinity).
+SPECIAL_VALUES = [
+    -0.0,
+    0.0,
+    1e-7,
+    -1e-7,
+    4.9e-7,
+    5e-7,
+    -5e-7,
+    5.1e-7,
+    1e-45,
+    -1e-45,
+    1.1754944e-38,
+    0.0078125,
+    -0.0078125,
+    0.0234375,
+    1.0000005,
+    0.1234565,
+    -2.5000005,
+    0.9999995,
+    123456.7890625,
+    1e7,
+    16777217.0,
+    3.4028235e38,
+    -3.4028235e38,
+    1e-20,
+    1e20,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+]
+
+
+def _awkward_activations(num_examples, seq_length, hidden_size, num_layers, seed=0):
+    """float32 [N, S, H] per layer; each (example, layer) gets one kind of awkward values, and
+    the first token of every example carries all of SPECIAL_VALUES."""
+    rng = np.random.default_rng(seed)
+    shape = (seq_length, hidden_size)
+    kinds = [
+        lambda: rng.standard_normal(shape),
+        # Exact ties at the 7th decimal: odd multiples of 1/128.
+        lambda: (2 * rng.integers(-(2**12), 2**12, shape) + 1) / 128,
+        # Decimal near-ties x.xxxxxx5, which float32 puts on either side of the tie.
+        lambda: (rng.integers(-(10**7), 10**7, shape) + 0.5) / 1e6,
+        # Mostly rounded to 0.0 or -0.0.
+        lambda: rng.standard_normal(shape) * 1e-7,
+        lambda: rng.standard_normal(shape) * 10.0 ** rng.uniform(3, 37, shape),
+        lambda: rng.standard_normal(shape) * 1e-3,
+    ]
+    layers = []
+    for j in range(num_layers):
+        values = np.stack([kinds[(u + j) % len(kinds)]() for u in range(num_examples)])
+        values = values.astype(np.float32)
+        values[:, 0, :] = np.resize(np.array(SPECIAL_VALUES, np.float32), hidden_size)
+        layers.append(values)
+    return layers
+
+
+@pytest.fixture(scope="module")
+def written(original_gelu, tmp_path_factory):
+    """The original main()'s output file for WRITER_LINES, with the model's activations replaced
+    by _awkward_activations, and what our run needs to write the same file."""
+    work = tmp_path_factory.mktemp("writer")
+    _vocab(work / "vocab.txt", 99, NON_ASCII_WORDS)
+    (work / "input.txt").write_text("\n".join(WRITER_LINES) + "\n", encoding="utf-8")
+    with open(original_gelu["config"]) as f:
+        hidden_size = json.load(f)["hidden_size"]
+    activations = _awkward_activations(
+        len(WRITER_LINES), WRITER_SEQ_LENGTH, hidden_size, len(WRITER_LAYERS)
+    )
+    np.savez(
+        work / "activations.npz",
+        **{f"layer_output_{j}": values for j, values in enumerate(activations)},
+    )
+    run_oracle(
+        "original_extract_writer",
+        [
+            "--activations",
+            work / "activations.npz",
+            "--input_file",
+            work / "input.txt",
+            "--output_file",
+            work / "original.jsonl",
+            "--vocab_file",
+            work / "vocab.txt",
+            "--bert_config_file",
+            original_gelu["config"],
+            "--init_checkpoint",
+            original_gelu["ckpt"],
+            "--max_seq_length",
+            WRITER_SEQ_LENGTH,
+            "--layers=" + ",".join(map(str, WRITER_LAYERS)),
+            "--batch_size",
+            3,
+        ],
+    )
+    return {
+        "work": work,
+        "activations": activations,
+        "original": (work / "original.jsonl").read_bytes(),
+    }
+
+
+def test_original_writer_met_the_awkward_cases(written):
+    text = written["original"].decode("ascii")
+    lines = text.splitlines()
+    assert len(lines) == len(WRITER_LINES)
+    records = [json.loads(line) for line in lines]
+    assert [r["linex_index"] for r in records] == list(range(len(WRITER_LINES)))
+    lengths = [len(r["features"]) for r in records]
+    assert min(lengths) == 2 and max(lengths) == WRITER_SEQ_LENGTH
+    tokens = [t["token"] for t in records[-1]["features"]]
+    assert [w for w in NON_ASCII_WORDS if w in tokens] == NON_ASCII_WORDS
+    for needle in ("-0.0,", "NaN", "-Infinity", "e+38", "e-06", "\\u00df", "\\ud83d\\ude00"):
+        assert needle in text, needle
+
+
+def test_json_line_format_is_byte_exact(written):
     values = [np.array([[0.1234567, -2.0, 1e-7]], np.float32)]
     line = format_json_line(3, ["[CLS]"], [-1], values)
     expected = {
@@ -134,6 +269,48 @@ def test_json_line_format_is_byte_exact():
     }
     assert line == json.dumps(expected)
     assert line.startswith('{"linex_index": 3, "features": [{"token": "[CLS]", "layers": ')
+    # The original's own writer (its main() on the same activations) is the reference; only
+    # the tokens are taken from its file, so that the line format alone is compared.
+    ours = []
+    for original_line in written["original"].decode("ascii").splitlines():
+        record = json.loads(original_line)
+        unique_id = record["linex_index"]
+        tokens = [t["token"] for t in record["features"]]
+        layer_values = [values[unique_id] for values in written["activations"]]
+        ours.append(format_json_line(unique_id, tokens, WRITER_LAYERS, layer_values) + "\n")
+    assert "".join(ours).encode("utf-8") == written["original"]
+
+
+def test_extraction_writes_the_original_bytes(written, original_gelu, monkeypatch):
+    activations = written["activations"]
+
+    def supplied_predictions(strategy, predict_step, dataset):
+        # The model's outputs replaced by the activations the original was given, batch by batch
+        # in dataset order (row u is the example of line u).
+        start = 0
+        for batch in dataset:
+            stop = start + int(batch["input_ids"].shape[0])
+            yield {f"layer_{j}": values[start:stop] for j, values in enumerate(activations)}
+            start = stop
+        assert start == len(WRITER_LINES)
+
+    monkeypatch.setattr(inference, "predictions", supplied_predictions)
+    work = written["work"]
+    run = ExtractionRun(
+        input_file=str(work / "input.txt"),
+        output_file=str(work / "ours.jsonl"),
+        init_checkpoint=original_gelu["ckpt"],
+        layers=WRITER_LAYERS,
+        max_seq_length=WRITER_SEQ_LENGTH,
+        batch_size=3,
+        jit_compile=False,
+    )
+    tokenizer = FullTokenizer(str(work / "vocab.txt"), True)
+    config = BertConfig.from_json_file(original_gelu["config"])
+    assert extract_features(run, config, tokenizer, create_strategy("one_device")) == len(
+        WRITER_LINES
+    )
+    assert (work / "ours.jsonl").read_bytes() == written["original"]
 
 
 def test_read_examples_splits_on_the_last_separator(tmp_path):

@@ -120,7 +120,17 @@ def test_squad_2_0_null_odds_and_threshold(minilm_tf1, tmp_path):
     out = tmp_path / "out"
     files = [f"--train_file={tmp_path / 'train.json'}", f"--predict_file={tmp_path / 'dev.json'}"]
     common = ["--version_2_with_negative", *files]
-    result = _run(minilm_tf1, out, "--do_train", "--do_predict", "--num_train_epochs=4", *common)
+    # At 1e-4 (enough for 1.1) the loss on these 2.0 data can spike early and the model then
+    # answers every question of a paragraph alike (seen on one machine, not on another).
+    result = _run(
+        minilm_tf1,
+        out,
+        "--do_train",
+        "--do_predict",
+        "--num_train_epochs=4",
+        "--learning_rate=5e-5",
+        *common,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     predictions = _load(out / "predictions.json")
     null_odds = _load(out / "null_odds.json")

@@ -1,13 +1,28 @@
-"""The GLUE tasks the original lacked, on fixtures in the official file layouts, and bad input.
+"""The GLUE tasks the original lacked, against Model Garden's readers, and bad input.
 
-Expected examples are written out by hand from the fixture files of tests/testdata/glue: the
-column positions, header rows and guids of the official GLUE download.
+The oracle for SST-2, STS-B, QQP, QNLI, RTE, WNLI and AX is tf-models-official's
+`official.nlp.data.classifier_data_lib` (Model Garden). Its processors read
+`tfds.load("glue/<task>")`, not files; here that call is answered by TensorFlow Datasets' own GLUE
+builder (`tensorflow_datasets.text.glue`) parsing the fixture files of tests/testdata/glue (each
+task's official file layout), through TFDS's serialize, parse and decode steps. So both the reading
+of the official files and the making of examples come from code outside this project. Where the
+two projects follow different conventions (guid numbering, set names, the STS-B label type, the
+order of AX's pair), the test asserts the difference explicitly.
 """
 
+import contextlib
+import csv
 import os
 import shutil
+import types
+from unittest import mock
 
+import numpy as np
 import pytest
+import tensorflow as tf
+from official.nlp.data import classifier_data_lib
+from tensorflow_datasets.core import example_parser, example_serializer
+from tensorflow_datasets.text import glue as tfds_glue
 
 from data.glue.processors import PROCESSORS, get_processor
 from tests.helpers.paths import TESTDATA
@@ -19,76 +34,150 @@ def _tuples(examples):
     return [(e.guid, e.text_a, e.text_b, e.label) for e in examples]
 
 
-EXPECTED = {
-    ("sst2", "SST-2", "train"): [
-        ("train-1", "hide new secretions from the parental units ", None, "0"),
-        ("train-2", "contains no wit , only labored gags ", None, "0"),
-        ("train-3", "that loves its characters ", None, "1"),
-    ],
-    ("sst2", "SST-2", "dev"): [
-        ("dev-1", "it 's a charming and often affecting journey . ", None, "1"),
-    ],
-    ("sst2", "SST-2", "test"): [
-        ("test-0", "uneasy mishmash of styles and genres .", None, "0"),
-        ("test-1", "this film 's relationship to actual tension is the same", None, "0"),
-    ],
-    ("stsb", "STS-B", "train"): [
-        ("train-0", "A plane is taking off.", "An air plane is taking off.", "5.000"),
-        ("train-1", "A man is playing a large flute.", "A man is playing a flute.", "3.800"),
-    ],
-    ("stsb", "STS-B", "test"): [
-        ("test-0", "Bombing kills 5 in Iraq.", "Bomb blast kills 3 in Iraq.", "0"),
-    ],
-    ("qqp", "QQP", "train"): [
-        ("train-133273", "How is the life of a math student?",
-         "Which level of prepration is enough?", "0"),
-        ("train-402555", "How do I control my horny emotions?",
-         "How do you control your horniness?", "1"),
-        ("train-360472", "What causes stool color to change?",
-         "What can cause stool to come out as little balls?", "0"),
-    ],
-    ("qqp", "QQP", "test"): [
-        ("test-0", "Why am I mentally very lonely?",
-         "Find the remainder when [math]23^{24}[/math] is divided by 24,23?", "0"),
-        ("test-1", "Which one dissolve in water quikly?",
-         "Which fish would survive in salt water?", "0"),
-    ],
-    ("qnli", "QNLI", "dev"): [
-        ("dev-0", "What came into force after the new constitution?",
-         "As of that day, the new constitution came into force.", "entailment"),
-    ],
-    ("qnli", "QNLI", "test"): [
-        ("test-0", "What organization is devoted to Jihad?",
-         "For some decades prior to the First Palestine Intifada there was activity.",
-         "entailment"),
-    ],
-    ("rte", "RTE", "train"): [
-        ("train-0", "No Weapons of Mass Destruction Found in Iraq Yet.",
-         "Weapons of Mass Destruction Found in Iraq.", "not_entailment"),
-        ("train-1",
-         "A place of sorrow, after Pope John Paul II died, became a place of celebration.",
-         "Pope Benedict XVI is the new leader.", "entailment"),
-    ],
-    ("wnli", "WNLI", "dev"): [
-        ("dev-0", "The drain is clogged with hair. It has to be cleaned.",
-         "The hair has to be cleaned.", "0"),
-    ],
-    ("wnli", "WNLI", "test"): [
-        ("test-0", "Maude and Dora had seen the trains rushing across the prairie.",
-         "Horses ran away when the trains came.", "0"),
-    ],
-    ("ax", "diagnostic", "test"): [
-        ("test-0", "The cat sat on the mat.", "The cat did not sit on the mat.", "contradiction"),
-        ("test-1", "The cat did not sit on the mat.", "The cat sat on the mat.", "contradiction"),
-    ],
-}  # fmt: skip
+FOLDERS = {"cola": "CoLA", "sst2": "SST-2", "mrpc": "MRPC", "qqp": "QQP", "mnli": "MNLI",
+           "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI", "ax": "diagnostic", "stsb": "STS-B"}  # fmt: skip
+
+# Model Garden's processor per task; its TFDS GLUE config has the same name as our task.
+MODEL_GARDEN = {
+    "sst2": classifier_data_lib.SstProcessor,
+    "stsb": classifier_data_lib.StsBProcessor,
+    "qqp": classifier_data_lib.QqpProcessor,
+    "qnli": classifier_data_lib.QnliProcessor,
+    "rte": classifier_data_lib.RteProcessor,
+    "wnli": classifier_data_lib.WnliProcessor,
+    "ax": classifier_data_lib.AxProcessor,
+}
+# Our set name -> the TFDS split Model Garden loads for it.
+TFDS_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
+# The file of each TFDS split, as the TFDS GLUE builder's split generators name them.
+TFDS_FILES = {"train": "train.tsv", "validation": "dev.tsv", "test": "test.tsv"}
 
 
-@pytest.mark.parametrize("task,folder,set_name", sorted(EXPECTED))
-def test_glue_examples(task, folder, set_name):
-    processor = get_processor(task)
-    examples = getattr(processor, f"get_{set_name}_examples")(os.path.join(GLUE, folder))
-    assert _tuples(examples) == EXPECTED[task, folder, set_name]
+def _path(task, split):
+    """Returns the fixture file of a TFDS split, or None where the task has no such split."""
+    if task == "ax":
+        # The TFDS AX config has one split, test: the diagnostic.tsv of the GLUE site.
+        return os.path.join(GLUE, FOLDERS[task], "diagnostic.tsv") if split == "test" else None
+    return os.path.join(GLUE, FOLDERS[task], TFDS_FILES[split])
+
+
+# Every set the fixture folder has (AX: the test set only).
+CASES = [
+    (task, set_name)
+    for task in sorted(MODEL_GARDEN)
+    for set_name, split in TFDS_SPLITS.items()
+    if _path(task, split) and os.path.isfile(_path(task, split))
+]
+
+# Sets whose guids follow another convention than Model Garden's (which numbers the examples
+# from 0): SST-2's train/dev have no id column, so ours count lines with the header as line 0, as
+# the original's processors do; QQP's train/dev ids are Quora pair ids, which ours keep.
+LINE_NUMBER_GUIDS = {("sst2", "train"), ("sst2", "dev")}
+PAIR_ID_GUIDS = {("qqp", "train"), ("qqp", "dev")}
+
+
+def _tfds_dataset(task, split):
+    """Returns what `tfds.load(f"glue/{task}", split=split)` yields for the fixture files.
+
+    The TFDS GLUE builder reads the file; each example goes through the builder's features the
+    way `tfds.load` stores and reads it (encode, serialize to tf.Example, parse, decode).
+    """
+    # Nothing is prepared or stored, so the builder needs no data directory of its own.
+    builder = tfds_glue.Glue(config=task, data_dir=os.devnull)
+    features = builder.info.features
+    serializer = example_serializer.ExampleSerializer(features.get_serialized_info())
+    parser = example_parser.ExampleParser(features.get_serialized_info())
+    path = _path(task, split)
+    records = [
+        serializer.serialize_example(features.encode_example(example))
+        for _, example in builder._generate_examples(data_file=path, split=split)
+    ]
+    return (
+        tf.data.Dataset.from_tensor_slices(records)
+        .map(parser.parse_example)
+        .map(features.decode_example)
+    )
+
+
+def _fake_tfds_load(name, split, **unused_kwargs):
+    dataset, config = name.split("/")
+    assert dataset == "glue"
+    return _tfds_dataset(config, split)
+
+
+@contextlib.contextmanager
+def _model_garden_on_fixtures():
+    """Makes Model Garden's `tfds.load` serve the fixture files instead of downloads."""
+    with mock.patch.object(
+        classifier_data_lib, "tfds", types.SimpleNamespace(load=_fake_tfds_load)
+    ):
+        yield
+
+
+def _first_column(task, set_name):
+    """Returns the first column (the id) of each data row, numbered as TFDS numbers them."""
+    with open(_path(task, TFDS_SPLITS[set_name]), encoding="utf-8", newline="") as f:
+        # The TFDS builder's reader: its `idx` counts the rows of this DictReader.
+        rows = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        return [row[rows.fieldnames[0]] for row in rows]
+
+
+def _guid_parts(examples):
+    sets, keys = zip(*(e.guid.split("-", 1) for e in examples), strict=True)
+    return set(sets), list(keys)
+
+
+@pytest.mark.parametrize("task,set_name", CASES)
+def test_glue_examples_match_model_garden(task, set_name):
+    ours_processor = get_processor(task)
+    theirs_processor = MODEL_GARDEN[task]()
+    data_dir = os.path.join(GLUE, FOLDERS[task])
+    ours = getattr(ours_processor, f"get_{set_name}_examples")(data_dir)
+    with _model_garden_on_fixtures():
+        theirs = getattr(theirs_processor, f"get_{set_name}_examples")(data_dir)
+    # TFDS's row numbers (from 0 after the header) of the rows it kept, in Model Garden's order.
+    rows = [int(e["idx"]) for e in _tfds_dataset(task, TFDS_SPLITS[set_name]).as_numpy_iterator()]
+    rows.sort()
+    assert len(ours) == len(theirs) == len(rows) > 0
+
+    ours_texts = [(e.text_a, e.text_b) for e in ours]
+    theirs_texts = [(e.text_a, e.text_b) for e in theirs]
+    if task == "ax":
+        # Model Garden puts the hypothesis first (as in its MNLI); ours keep the original's MNLI
+        # order, premise (sentence1) first, which the MNLI-fine-tuned model that predicts AX saw.
+        theirs_texts = [(b, a) for a, b in theirs_texts]
+    assert ours_texts == theirs_texts
+
+    ours_labels = [e.label for e in ours]
+    theirs_labels = [e.label for e in theirs]
+    if task == "stsb":
+        # Ours keep the score's text (the test set's placeholder "0"), as the original keeps every
+        # label a string; Model Garden makes a float of TFDS's float32 score (test set: 0.0).
+        assert all(type(label) is str for label in ours_labels)
+        assert all(type(label) is float for label in theirs_labels)
+        assert [float(np.float32(label)) for label in ours_labels] == theirs_labels
+        assert ours_processor.is_regression and theirs_processor.is_regression
+        # Model Garden's STS-B has no label list; ours name the one output column.
+        assert ours_processor.get_labels() == ["score"] and theirs_processor.get_labels() is None
+    else:
+        assert ours_labels == theirs_labels
+        assert not ours_processor.is_regression and not theirs_processor.is_regression
+        assert ours_processor.get_labels() == theirs_processor.get_labels()
+
+    ours_sets, ours_keys = _guid_parts(ours)
+    theirs_sets, theirs_keys = _guid_parts(theirs)
+    # Model Garden names the sets after the TFDS splits ("validation" for dev.tsv); ours after
+    # the files, as the original does.
+    assert ours_sets == {set_name} and theirs_sets == {TFDS_SPLITS[set_name]}
+    assert theirs_keys == [str(i) for i in range(len(theirs))]
+    if (task, set_name) in LINE_NUMBER_GUIDS:
+        assert ours_keys == [str(row + 1) for row in rows]
+    elif (task, set_name) in PAIR_ID_GUIDS:
+        ids = _first_column(task, set_name)
+        assert ours_keys == [ids[row] for row in rows]
+        assert ours_keys != theirs_keys
+    else:
+        assert ours_keys == theirs_keys
 
 
 LEADERBOARD = {
@@ -102,8 +191,6 @@ LEADERBOARD = {
     "wnli": ({"WNLI"}, ["0", "1"]),
     "ax": ({"AX"}, ["contradiction", "entailment", "neutral"]),
 }
-FOLDERS = {"cola": "CoLA", "sst2": "SST-2", "mrpc": "MRPC", "qqp": "QQP", "mnli": "MNLI",
-           "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI", "ax": "diagnostic", "stsb": "STS-B"}  # fmt: skip
 
 
 @pytest.mark.parametrize("task", sorted(FOLDERS))
