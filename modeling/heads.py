@@ -171,7 +171,7 @@ class ClassifierHead(keras.layers.Layer):
         self.projection.build()
 
     def call(self, pooled_output, training=False):
-        """Args: pooled_output `[B, H]`. Returns float32 logits `[B, C]`."""
+        """Args: pooled_output `[B, H]` (or `[B, S, H]`). Returns float32 logits `[..., C]`."""
         return self.projection(self.dropout(pooled_output, training=training))
 
 
@@ -200,10 +200,12 @@ class SpanHead(keras.layers.Layer):
         return logits[..., 0], logits[..., 1]
 
 
-class TokenClassifierHead(keras.layers.Layer):
+class TokenClassifierHead(ClassifierHead):
     """NER head: dropout (training only) then a `[C, H]` projection of every token.
 
-    Checkpoint names (this project's): `cls/ner/output_weights [C, H]`, `cls/ner/output_bias`.
+    `ClassifierHead` applied to every position of `sequence_output` `[B, S, H]`, giving float32
+    logits `[B, S, C]`. Checkpoint names (this project's): `cls/ner/output_weights [C, H]`,
+    `cls/ner/output_bias`.
 
     Args:
         num_labels: number of tags C.
@@ -212,13 +214,4 @@ class TokenClassifierHead(keras.layers.Layer):
     """
 
     def __init__(self, num_labels, config, dropout_rate=0.1, name="ner", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.dropout = keras.layers.Dropout(dropout_rate)
-        self.projection = _OutputProjection(
-            num_labels, config.hidden_size, config.initializer_range, name="output"
-        )
-        self.projection.build()
-
-    def call(self, sequence_output, training=False):
-        """Args: sequence_output `[B, S, H]`. Returns float32 logits `[B, S, C]`."""
-        return self.projection(self.dropout(sequence_output, training=training))
+        super().__init__(num_labels, config, dropout_rate, name=name, **kwargs)

@@ -162,10 +162,6 @@ class _DecoupledDecayOptimizer(keras.optimizers.Optimizer):
         name = self.variable_name(variable)
         return any(re.search(p, name) is not None for p in self._exclude_patterns)
 
-    def uses_weight_decay(self, variable):
-        """Whether `variable` is decayed: a nonzero rate and no exclusion pattern in its name."""
-        return bool(self.weight_decay_rate) and not self.is_excluded(variable)
-
     def exclude_from_weight_decay(self, var_list=None, var_names=None):
         """Not supported: pass `exclude_from_weight_decay=[...]` to the constructor."""
         raise ValueError(

@@ -1,10 +1,10 @@
 """The task models: `BertModel` plus one of the heads, as the original scripts build them.
 
-| Model | Head (checkpoint names) | Used by |
-|---|---|---|
-| `BertPretrainer` | `PretrainingHeads` (`cls/predictions/*`, `cls/seq_relationship/*`) | run_pretraining |
-| `BertClassifier` | `ClassifierHead` (`output_weights`, `output_bias`) on the pooled output | run_classifier |
-| `BertSpanModel` | `SpanHead` (`cls/squad/*`) on every token | run_squad |
+* `BertPretrainer`: `PretrainingHeads` (`cls/predictions/*`, `cls/seq_relationship/*`),
+  for run_pretraining.
+* `BertClassifier`: `ClassifierHead` (`output_weights`, `output_bias`) on the pooled output, for
+  run_classifier.
+* `BertSpanModel`: `SpanHead` (`cls/squad/*`) on every token, for run_squad.
 
 A new head is one class in `modeling/heads.py` and one small class here.
 """

@@ -14,9 +14,11 @@ shift $(( $# >= 2 ? 2 : 1 ))
 : "${BERT_BASE_DIR:?set BERT_BASE_DIR to the folder of bert_model.ckpt, vocab.txt, bert_config.json}"
 : "${GLUE_DIR:?set GLUE_DIR to the folder holding the GLUE task folders}"
 DO_TRAIN=true
-[ "$TASK" = "AX" ] && DO_TRAIN=false
+DATA_DIR="$GLUE_DIR/$TASK"
+# The GLUE download keeps AX as diagnostic/diagnostic.tsv; it has no training or dev data.
+[ "$TASK" = "AX" ] && DO_TRAIN=false && DATA_DIR="$GLUE_DIR/diagnostic"
 python run_classifier.py --task_name="$TASK" --do_train="$DO_TRAIN" --do_eval="$DO_TRAIN" \
-  --do_predict=true --data_dir="$GLUE_DIR/$TASK" --vocab_file="$BERT_BASE_DIR/vocab.txt" \
+  --do_predict=true --data_dir="$DATA_DIR" --vocab_file="$BERT_BASE_DIR/vocab.txt" \
   --bert_config_file="$BERT_BASE_DIR/bert_config.json" \
   --init_checkpoint="$BERT_BASE_DIR/bert_model.ckpt" --max_seq_length=128 \
   --train_batch_size=32 --learning_rate=2e-5 --num_train_epochs=3.0 \

@@ -33,7 +33,7 @@ class TrainConfig:
     """Everything the loop needs besides the task and the data.
 
     Every field but the last four is the runner flag of the same name (defaults live in the
-    flag definitions); `training.flags.settings_from_flags` fills them.
+    flag definitions); `training.settings.settings_from_flags` fills them.
 
     Attributes:
         num_train_steps, num_warmup_steps: None for fine-tuning runs, which derive them from the

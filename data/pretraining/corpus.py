@@ -3,8 +3,8 @@
 The input format is one sentence per line and a blank line between documents. Lines are read as
 the original's `tf.gfile.GFile.readline` returns them (every carriage return dropped, split on
 "\\n" only), decoded as UTF-8 with invalid bytes dropped, stripped, and tokenized with the exact
-`FullTokenizer` pipeline of `data.tokenization.full_tokenizer`. A file's first document continues the previous
-file's last one unless a blank line separates them, as in the original.
+`FullTokenizer` pipeline of `data.tokenization.full_tokenizer`. A file's first document
+continues the previous file's last one unless a blank line separates them, as in the original.
 
 Token ids are kept in flat arrays (`Corpus`), not as lists of strings, so a corpus costs a few
 bytes per token.

@@ -1,8 +1,8 @@
-"""In-graph BERT tokenization with the same ids as `data.tokenization.full_tokenizer.FullTokenizer`.
+"""In-graph BERT tokenization with the same ids as `FullTokenizer` (full_tokenizer.py).
 
 `FastFullTokenizer` maps a batch of strings to WordPiece ids with TensorFlow ops
 only, so it runs inside `tf.data` and inside exported SavedModels (raw text in).
-`data.tokenization.preprocessor.BertPreprocessor` adds the original's `[CLS] A [SEP] B [SEP]` packing.
+`BertPreprocessor` (preprocessor.py) adds the original's `[CLS] A [SEP] B [SEP]` packing.
 
 Every rule of `BasicTokenizer` (cleaning, CJK spacing, lower-casing with the
 Greek final sigma, NFD with canonical reordering, accent stripping, punctuation
@@ -223,7 +223,8 @@ class FastFullTokenizer(tf.Module):
                 raise ValueError(
                     f"Vocabulary {vocab_file!r}, line {index + 1}: token {token[:40]!r}... has "
                     f"more than {_MAX_TOKEN_BYTES} UTF-8 bytes, which FastWordpieceTokenizer "
-                    "cannot hold. Use FullTokenizer (data.tokenization.full_tokenizer) for this vocabulary."
+                    "cannot hold. Use FullTokenizer (data/tokenization/full_tokenizer.py) for "
+                    "this vocabulary."
                 )
             tokens[index] = token
         # A duplicated vocabulary line leaves its first id unused. Fillers

@@ -24,6 +24,7 @@ from official.nlp.data import classifier_data_lib
 from tensorflow_datasets.core import example_parser, example_serializer
 from tensorflow_datasets.text import glue as tfds_glue
 
+from data.glue.processor_base import DataProcessor, InputExample
 from data.glue.processors import PROCESSORS, get_processor
 from tests.helpers.paths import TESTDATA
 
@@ -288,3 +289,27 @@ def test_missing_and_empty_files(tmp_path):
     (tmp_path / "dev_matched.tsv").write_bytes(b"index\n\xff\xfe\n")
     with pytest.raises(ValueError, match=r"dev_matched.tsv: not UTF-8"):
         get_processor("mnli").get_dev_examples(str(tmp_path))
+
+
+class _PortedMrpcProcessor(DataProcessor):
+    """MRPC as a user's processor written for the original run_classifier.py reads it, through
+    the original's `_read_tsv` helper."""
+
+    def get_train_examples(self, data_dir):
+        lines = self._read_tsv(os.path.join(data_dir, "train.tsv"))
+        return [
+            InputExample(f"train-{i}", line[3], line[4], line[0])
+            for i, line in enumerate(lines)
+            if i > 0
+        ]
+
+    def get_labels(self):
+        return ["0", "1"]
+
+
+def test_processors_written_for_the_original_keep_working():
+    data_dir = os.path.join(GLUE, "MRPC")
+    ported = _PortedMrpcProcessor().get_train_examples(data_dir)
+    assert _tuples(ported) == _tuples(get_processor("mrpc").get_train_examples(data_dir))
+    # Quotes stay in the text: no quote character, as the original reads TSV files.
+    assert any('"' in e.text_a or '"' in (e.text_b or "") for e in ported)
