@@ -1,4 +1,9 @@
-"""Fine-tuning and prediction throughput of run_classifier's path against the bare model step.
+"""Fine-tuning and prediction throughput of run_classifier's (or run_ner's) path against the
+bare model step.
+
+`--task classifier` (default) measures `ClassifierTask` on classifier records; `--task ner`
+measures `NerTask` (a tag per token, 9 tags as CoNLL-2003) on NER records written by
+`data.ner.records.write_ner_tfrecord`, read through `data.ner.records.ner_dataset`.
 
 Four modes, each run in a process of its own by `--driver`:
 
@@ -18,6 +23,7 @@ interleaves the variants over `--rounds` rounds, with and without XLA, and print
 median and its ratio to the matching bare median.
 
     python benchmarks/bench_classifier.py --driver --config base --rounds 3
+    python benchmarks/bench_classifier.py --driver --task ner --config base --rounds 3
     python benchmarks/bench_classifier.py --mode predict --config mini --xla
 """
 
@@ -35,12 +41,39 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench_pretraining_loop import bert_config, timed_train  # noqa: E402  (benchmarks/ is on sys.path)
 
-NUM_LABELS = 2
+NUM_LABELS = {"classifier": 2, "ner": 9}
 
 
-def write_features(path, n, seq, seed=0):
-    """`n` random sentence-pair features of varying length, written as run_classifier does."""
+def write_features(path, n, seq, seed=0, task="classifier"):
+    """`n` random features of varying length, written as run_classifier (or run_ner) does."""
     import numpy as np
+
+    if task == "ner":
+        from data.ner.features import NO_LABEL, NerWindow
+        from data.ner.records import write_ner_tfrecord
+
+        rng = np.random.default_rng(seed)
+        windows = []
+        for _ in range(n):
+            length = int(rng.integers(seq // 2, seq + 1))
+            ids = np.zeros(seq, np.int64)
+            ids[:length] = rng.integers(1000, 30522, length)
+            # About 3 of 4 pieces start a word and carry a tag; [CLS] and [SEP] none.
+            labels = np.full(seq, NO_LABEL, np.int64)
+            tagged = rng.random(length) < 0.75
+            tagged[0] = tagged[length - 1] = False
+            labels[:length][tagged] = rng.integers(0, NUM_LABELS["ner"], int(tagged.sum()))
+            windows.append(
+                NerWindow(
+                    ids.tolist(),
+                    [1] * length + [0] * (seq - length),
+                    [0] * seq,
+                    labels.tolist(),
+                    [],
+                )
+            )
+        write_ner_tfrecord(windows, path)
+        return
 
     from data.glue.features import ClassifierFeatures
     from data.glue.records import write_classifier_tfrecord
@@ -57,7 +90,7 @@ def write_features(path, n, seq, seed=0):
                 ids.tolist(),
                 [1] * length + [0] * (seq - length),
                 [0] * first + [1] * (length - first) + [0] * (seq - length),
-                int(rng.integers(0, NUM_LABELS)),
+                int(rng.integers(0, NUM_LABELS["classifier"])),
             )
         )
     write_classifier_tfrecord(features, path, is_regression=False)
@@ -65,7 +98,12 @@ def write_features(path, n, seq, seed=0):
 
 def _dataset(args, batch, is_training, skip=0, background=True):
     from data.glue.records import classifier_dataset
+    from data.ner.records import ner_dataset
 
+    if args.task == "ner":
+        return ner_dataset(
+            args.data, args.seq, batch, is_training, args.seed, skip, background=background
+        )
     return classifier_dataset(
         args.data,
         args.seq,
@@ -78,15 +116,21 @@ def _dataset(args, batch, is_training, skip=0, background=True):
     )
 
 
+def _task(args, config):
+    from training.tasks import ClassifierTask, NerTask
+
+    task_class = NerTask if args.task == "ner" else ClassifierTask
+    return task_class(config, NUM_LABELS[args.task])
+
+
 def run_bare(args, config, train):
     import keras
     import tensorflow as tf
 
     from modeling.optimization import create_optimizer
-    from training.tasks import ClassifierTask
 
     keras.utils.set_random_seed(args.seed)
-    task = ClassifierTask(config, NUM_LABELS)
+    task = _task(args, config)
     model = task.build_model()
     batch_size = args.batch if train else args.predict_batch
     batch = next(iter(_dataset(args, batch_size, is_training=train)))
@@ -111,7 +155,7 @@ def run_bare(args, config, train):
 
         @tf.function(jit_compile=args.xla)
         def step(features):
-            # run_classifier's eval/predict outputs.
+            # The runner's eval/predict outputs (the task's `prediction_outputs`).
             return task.prediction_outputs(task.forward(features, training=False))["predictions"]
 
     steps = args.steps if train else args.predict_steps
@@ -130,12 +174,11 @@ def _trainer(args, config, num_steps):
 
     from training.loop import TrainConfig, Trainer
     from training.strategy import create_strategy
-    from training.tasks import ClassifierTask
 
     strategy = create_strategy("one_device")
     keras.utils.set_random_seed(args.seed)
     return Trainer(
-        ClassifierTask(config, NUM_LABELS),
+        _task(args, config),
         strategy,
         TrainConfig(
             output_dir=tempfile.mkdtemp(prefix="bench_classifier_"),
@@ -220,7 +263,16 @@ VARIANTS = [
 
 def drive(args):
     common = [
-        *("--config", args.config, "--batch", str(args.batch), "--seq", str(args.seq)),
+        *(
+            "--task",
+            args.task,
+            "--config",
+            args.config,
+            "--batch",
+            str(args.batch),
+            "--seq",
+            str(args.seq),
+        ),
         *("--steps", str(args.steps), "--warmup", str(args.warmup)),
         *("--predict_batch", str(args.predict_batch)),
         *("--predict_steps", str(args.predict_steps), "--data", args.data),
@@ -270,6 +322,7 @@ def main():
         "--mode", choices=["bare_train", "train", "bare_predict", "predict"], default="train"
     )
     parser.add_argument("--only", default="", help="Driver: comma-separated modes to run.")
+    parser.add_argument("--task", choices=["classifier", "ner"], default="classifier")
     parser.add_argument("--config", choices=["mini", "base", "large"], default="mini")
     parser.add_argument("--batch", type=int, default=32, help="Training batch (original: 32).")
     parser.add_argument("--seq", type=int, default=128)
@@ -284,9 +337,10 @@ def main():
     parser.add_argument("--data", default=None, help="Classifier TFRecord file (made if missing).")
     args = parser.parse_args()
     if args.data is None:
-        args.data = os.path.join(tempfile.gettempdir(), f"bench_classifier_{args.seq}.tf_record")
+        name = "classifier" if args.task == "classifier" else f"{args.task}_records"
+        args.data = os.path.join(tempfile.gettempdir(), f"bench_{name}_{args.seq}.tf_record")
     if not os.path.exists(args.data):
-        write_features(args.data + ".tmp", 2048, args.seq)
+        write_features(args.data + ".tmp", 2048, args.seq, task=args.task)
         os.replace(args.data + ".tmp", args.data)
     drive(args) if args.driver else measure(args)
 

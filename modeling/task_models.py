@@ -5,6 +5,7 @@
 * `BertClassifier`: `ClassifierHead` (`output_weights`, `output_bias`) on the pooled output, for
   run_classifier.
 * `BertSpanModel`: `SpanHead` (`cls/squad/*`) on every token, for run_squad.
+* `BertTokenClassifier`: `TokenClassifierHead` (`cls/ner/*`) on every token, for run_ner.
 
 A new head is one class in `modeling/heads.py` and one small class here.
 """
@@ -13,7 +14,7 @@ import keras
 
 from modeling.bert_model import BertModel, ConfigSerialization
 from modeling.config import BertConfig
-from modeling.heads import ClassifierHead, PretrainingHeads, SpanHead
+from modeling.heads import ClassifierHead, PretrainingHeads, SpanHead, TokenClassifierHead
 
 
 def _fine_tuning_head_config(config):
@@ -129,3 +130,33 @@ class BertSpanModel(_EncoderWithHead):
         """Args: BertModel's input dict. Returns (start_logits, end_logits), float32 `[B, S]`."""
         sequence = self.bert(inputs, training=training)["sequence_output"]
         return self.span(sequence)
+
+
+class BertTokenClassifier(_EncoderWithHead):
+    """A tag for every token (NER) from `sequence_output`, as run_ner.
+
+    The head's `output_weights` are initialised with stddev 0.02, as the original's other
+    fine-tuning heads.
+
+    Example:
+
+        model = BertTokenClassifier(config, num_labels=9)
+        logits = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+
+    Args:
+        config: a `BertConfig`.
+        num_labels: tags C.
+    """
+
+    config_arguments = ("num_labels",)
+
+    def __init__(self, config, num_labels, name="bert_token_classifier", **kwargs):
+        super().__init__(config, name, **kwargs)
+        self.num_labels = num_labels
+        self.classifier = TokenClassifierHead(num_labels, _fine_tuning_head_config(config))
+        self.build()
+
+    def call(self, inputs, training=False):
+        """Args: BertModel's input dict. Returns float32 logits `[B, S, C]`."""
+        sequence = self.bert(inputs, training=training)["sequence_output"]
+        return self.classifier(sequence, training=training)

@@ -9,13 +9,20 @@ from training.settings import settings_from_flags
 from training.strategy import STRATEGIES, create_strategy
 
 
-def define_model_flags(with_vocab=True):
-    """The model a runner starts from: its config, checkpoint and (for text input) vocabulary."""
+def define_model_flags(with_vocab=True, lower_case=True):
+    """The model a runner starts from: its config, checkpoint and (for text input) vocabulary.
+
+    Args:
+        with_vocab: define --vocab_file and --do_lower_case.
+        lower_case: the default of --do_lower_case (NER preserves case by default).
+    """
     flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model.")
     flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (usually a pre-trained BERT).")
     if with_vocab:
         flags.DEFINE_string("vocab_file", None, "vocab.txt of the pre-trained model.")
-        flags.DEFINE_bool("do_lower_case", True, "True for uncased models, False for cased ones.")
+        flags.DEFINE_bool(
+            "do_lower_case", lower_case, "True for uncased models, False for cased ones."
+        )
 
 
 def define_run_flags(fine_tuning):

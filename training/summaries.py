@@ -59,10 +59,10 @@ class SummaryWriter:
             self._writer.close()
 
 
-def write_eval_results(output_dir, results, filename="eval_results.txt"):
-    """Writes `key = value` lines, keys sorted, as the original; also logs them."""
+def write_eval_results(output_dir, results, filename="eval_results.txt", title="Eval results"):
+    """Writes `key = value` lines, keys sorted, as the original; also logs them under `title`."""
     path = os.path.join(output_dir, filename)
-    logging.info("***** Eval results *****")
+    logging.info("***** %s *****", title)
     lines = []
     for key in sorted(results):
         value = results[key]

@@ -15,7 +15,12 @@ a distributed or accumulated step computes exactly the loss of the whole global 
 import tensorflow as tf
 
 from modeling import tf1_checkpoint
-from modeling.task_models import BertClassifier, BertPretrainer, BertSpanModel
+from modeling.task_models import (
+    BertClassifier,
+    BertPretrainer,
+    BertSpanModel,
+    BertTokenClassifier,
+)
 
 
 class PretrainingTask:
@@ -213,3 +218,63 @@ class SquadTask:
     def prediction_outputs(self, aux):
         """Per-feature outputs `Trainer.predict` keeps: what the prediction files need."""
         return {k: aux[k] for k in ("unique_ids", "start_logits", "end_logits")}
+
+
+class NerTask:
+    """A tag per word (named-entity recognition), as run_ner.py.
+
+    The loss is the mean cross-entropy over the labelled positions of the batch (the first piece
+    of each word the window predicts; `label_ids` -1 elsewhere): one term
+    `sum(ce) / count(labelled)`.
+
+    Args:
+        config: a `BertConfig`.
+        num_labels: tags C.
+    """
+
+    loss_epsilons = (0.0,)
+
+    def __init__(self, config, num_labels):
+        self.config = config
+        self.num_labels = num_labels
+        self.model = None
+
+    def build_model(self):
+        self.model = BertTokenClassifier(self.config, self.num_labels)
+        # The head reads the sequence output only: the pooler gets no gradient and stays as
+        # loaded, as run_squad's.
+        self.model.bert.pooler.trainable = False
+        return self.model
+
+    def variable_map(self):
+        return tf1_checkpoint.build_variable_map(
+            bert_model=self.model.bert, token_classifier=self.model.classifier
+        )
+
+    def loss_weights(self, features):
+        return [tf.reduce_sum(tf.cast(features["label_ids"] >= 0, tf.float32))]
+
+    def forward(self, features, training):
+        logits = self.model(features, training=training)
+        labels = tf.cast(features["label_ids"], tf.int32)
+        labelled = tf.cast(labels >= 0, tf.float32)
+        token_loss = labelled * tf.nn.sparse_softmax_cross_entropy_with_logits(
+            tf.maximum(labels, 0), logits
+        )
+        return {
+            "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32),
+            "token_loss": token_loss,
+            "labelled": labelled,
+        }
+
+    def loss_numerators(self, aux):
+        return [tf.reduce_sum(aux["token_loss"])]
+
+    def prediction_outputs(self, aux):
+        """Per-window outputs `Trainer.predict` keeps: the tag ids `[B, S]` and, for the
+        evaluation loss, each window's summed loss and labelled count `[B]`."""
+        return {
+            "predictions": aux["predictions"],
+            "loss_sum": tf.reduce_sum(aux["token_loss"], axis=-1),
+            "label_count": tf.reduce_sum(aux["labelled"], axis=-1),
+        }

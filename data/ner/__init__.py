@@ -1,1 +1,2 @@
-"""Named-entity recognition data (CoNLL files, word-level features and scoring)."""
+"""Named-entity recognition: CoNLL files, label sets, windows, records, conlleval scoring and
+prediction files."""

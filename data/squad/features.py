@@ -10,6 +10,8 @@ import dataclasses
 
 from absl import logging
 
+from data.windows import max_context_windows, sliding_windows
+
 # The first unique id, as the original: ids are ten digits wide and never collide with 0.
 FIRST_UNIQUE_ID = 1000000000
 # Examples whose features are logged in full, as the original.
@@ -66,36 +68,6 @@ def _improve_answer_span(doc_tokens, start, end, tokenizer, orig_answer_text):
             if " ".join(doc_tokens[new_start : new_end + 1]) == answer_pieces:
                 return new_start, new_end
     return start, end
-
-
-def _doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
-    """Returns the (start, length) windows covering `num_tokens` pieces."""
-    spans = []
-    start = 0
-    while start < num_tokens:
-        length = min(num_tokens - start, max_tokens_for_doc)
-        spans.append((start, length))
-        if start + length == num_tokens:
-            break
-        start += min(length, doc_stride)
-    return spans
-
-
-def _max_context_spans(doc_spans, num_tokens):
-    """Returns, for each piece, the index of the window that gives it its best context.
-
-    A piece can sit in several windows; the score is the smaller of its left and right
-    context, plus 0.01 per window length to prefer longer windows. The first best wins.
-    """
-    best_scores = [None] * num_tokens
-    best_spans = [None] * num_tokens
-    for index, (start, length) in enumerate(doc_spans):
-        end = start + length - 1
-        for position in range(start, end + 1):
-            score = min(position - start, end - position) + 0.01 * length
-            if best_scores[position] is None or score > best_scores[position]:
-                best_scores[position], best_spans[position] = score, index
-    return best_spans
 
 
 def _log_feature(feature, is_training):
@@ -181,8 +153,8 @@ def convert_examples_to_features(
 
         # Room for the context after [CLS] query [SEP] ... [SEP].
         max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
-        doc_spans = _doc_spans(len(all_doc_tokens), max_tokens_for_doc, doc_stride)
-        best_spans = _max_context_spans(doc_spans, len(all_doc_tokens))
+        doc_spans = sliding_windows(len(all_doc_tokens), max_tokens_for_doc, doc_stride)
+        best_spans = max_context_windows(doc_spans, len(all_doc_tokens))
         doc_offset = len(query_tokens) + 2  # [CLS] query [SEP]
         for span_index, (span_start, span_length) in enumerate(doc_spans):
             tokens = ["[CLS]", *query_tokens, "[SEP]"]

@@ -1,0 +1,74 @@
+"""Fine-tunes, evaluates and predicts named-entity taggers on CoNLL-format data (CoNLL-2003,
+WNUT, OntoNotes, biomedical sets: any tag set in IOB1 or IOB2).
+
+In the original runners' style, e.g. CoNLL-2003 with the paper's protocol (cased model, first
+piece of each word tagged, maximal document context):
+
+    python run_ner.py --do_train=true --do_eval=true --do_predict=true \
+        --data_dir=$NER_DIR --vocab_file=$BERT_BASE_DIR/vocab.txt \
+        --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+        --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --document_context=true \
+        --max_seq_length=128 --train_batch_size=32 --learning_rate=5e-5 \
+        --num_train_epochs=3.0 --output_dir=/tmp/ner_output/
+
+$NER_DIR holds train.txt, dev.txt and test.txt. It writes eval_results.txt (conlleval's entity
+precision, recall and F1), eval_predictions.txt and test_predictions.txt (every input line with
+the predicted tag appended: `perl conlleval.pl < eval_predictions.txt` scores it).
+"""
+
+import os
+
+# Before TensorFlow loads: no C++ start-up notices (CPU features, oneDNN, and on machines without
+# a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
+
+from absl import app, flags
+
+from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
+from modeling.config import BertConfig
+from training import flags as training_flags
+from training.ner_run import NerRun, run_ner
+from training.settings import log_at_info, settings_from_flags
+
+FLAGS = flags.FLAGS
+
+# Case carries much of the entity signal: this runner defaults to cased models.
+training_flags.define_model_flags(lower_case=False)
+training_flags.define_run_flags(fine_tuning=True)
+flags.DEFINE_string("data_dir", None, "Directory with train.txt, dev.txt and test.txt (CoNLL).")
+flags.DEFINE_string(
+    "label_file", None, "Tags, one per line, with 'O' (default: learned from train.txt)."
+)
+flags.DEFINE_integer("max_seq_length", 128, "Maximum total length after WordPiece.")
+flags.DEFINE_integer("doc_stride", 64, "Stride between the windows of a sentence too long for one.")
+flags.DEFINE_bool(
+    "document_context",
+    False,
+    "Fill each window with the neighbouring sentences of its document (the BERT paper's "
+    "CoNLL-2003 setting); only the centre sentence is tagged.",
+)
+flags.DEFINE_bool("do_eval", False, "Whether to run eval on dev.txt.")
+flags.DEFINE_bool("do_predict", False, "Whether to tag test.txt.")
+flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+training_flags.define_tpu_flags()
+training_flags.define_training_flags()
+
+
+def main(_):
+    log_at_info(FLAGS)
+    validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
+    if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
+        raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
+    bert_config.check_max_seq_length(FLAGS.max_seq_length)
+    strategy = training_flags.strategy_from_flags(FLAGS)
+    tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+    training_flags.seed_from_flags(FLAGS)
+    run = settings_from_flags(NerRun, FLAGS)
+    train_config = training_flags.train_config_from_flags(FLAGS)
+    run_ner(run, bert_config, tokenizer, strategy, train_config)
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["data_dir", "vocab_file", "bert_config_file", "output_dir"])
+    app.run(main)

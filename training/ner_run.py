@@ -1,0 +1,172 @@
+"""run_ner's train / eval / predict sequence on the shared Trainer."""
+
+import dataclasses
+import os
+import random
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from data.ner import labels as ner_labels
+from data.ner.conll import read_conll
+from data.ner.features import build_windows, word_predictions
+from data.ner.metrics import entity_scores
+from data.ner.predictions import write_predictions
+from data.ner.records import ner_dataset, write_ner_tfrecord
+from training import fine_tuning
+from training.loop import Trainer
+from training.strategy import input_in_background
+from training.summaries import write_eval_results
+from training.tasks import NerTask
+
+
+@dataclasses.dataclass
+class NerRun:
+    """Settings of one run_ner invocation: the flags of the same names."""
+
+    data_dir: str
+    output_dir: str
+    label_file: str | None
+    max_seq_length: int
+    doc_stride: int
+    document_context: bool
+    do_train: bool
+    do_eval: bool
+    do_predict: bool
+    eval_batch_size: int
+    predict_batch_size: int
+    num_train_epochs: float
+    warmup_proportion: float
+
+
+def _label_list(run, train_file):
+    """--label_file, else output_dir/labels.txt of an earlier run, else the training data's."""
+    saved = os.path.join(run.output_dir, ner_labels.LABELS_FILE)
+    if run.label_file:
+        labels = ner_labels.read_label_file(run.label_file)
+    elif tf.io.gfile.exists(saved):
+        labels = ner_labels.read_label_file(saved)
+    elif train_file is not None:
+        labels = ner_labels.labels_from_sentences(train_file.sentences)
+    else:
+        raise ValueError(
+            f"No label set: {saved} does not exist. Pass --label_file, or run --do_train into "
+            "this --output_dir first (it saves the label set there)."
+        )
+    logging.info("Labels (%d): %s", len(labels), " ".join(labels))
+    return labels
+
+
+def _scores(conll_file, word_tags, outputs, prefix):
+    """`<prefix>_*` entries: conlleval's entity scores, token accuracy and the mean loss."""
+    gold = [[w.tag for w in s.words] for s in conll_file.sentences]
+    predicted = [
+        [word_tags[(i, j)] for j in range(len(s.words))] for i, s in enumerate(conll_file.sentences)
+    ]
+    results = {f"{prefix}_{k}": v for k, v in entity_scores(gold, predicted).items()}
+    count = float(np.sum(outputs["label_count"]))
+    if count:
+        results[f"{prefix}_loss"] = float(np.sum(outputs["loss_sum"]) / count)
+    return results
+
+
+def run_ner(run, bert_config, tokenizer, strategy, train_config):
+    """Trains, evaluates and predicts as requested; returns the eval results (or {}).
+
+    Reads `train.txt`, `dev.txt` and `test.txt` in `run.data_dir`. Writes `labels.txt`,
+    `train.tf_record`, the checkpoints, `eval.tf_record`, `eval_results.txt`,
+    `eval_predictions.txt`, `predict.tf_record`, `test_predictions.txt` and (when test.txt
+    has tags) `test_results.txt`, all in `run.output_dir`.
+
+    Args:
+        run: `NerRun`.
+        bert_config: the encoder's `BertConfig`.
+        tokenizer: a `FullTokenizer`.
+        strategy: a `tf.distribute.Strategy`.
+        train_config: `TrainConfig` (steps and warmup are derived here from the data).
+    """
+    tf.io.gfile.makedirs(run.output_dir)
+    # Every input is read and checked before training, so bad data fails in seconds.
+    path_of = {name: os.path.join(run.data_dir, f"{name}.txt") for name in ("train", "dev", "test")}
+    train_file = read_conll(path_of["train"], tags="required") if run.do_train else None
+    dev = read_conll(path_of["dev"], tags="required") if run.do_eval else None
+    test = read_conll(path_of["test"], tags="optional") if run.do_predict else None
+    labels = _label_list(run, train_file)
+    label_map = {label: index for index, label in enumerate(labels)}
+    for conll_file in (train_file, dev):
+        if conll_file is not None:
+            ner_labels.check_tags_in_labels(conll_file, labels)
+    ner_labels.write_label_file(os.path.join(run.output_dir, ner_labels.LABELS_FILE), labels)
+
+    def windows_of(conll_file, title, with_labels):
+        windows = build_windows(
+            conll_file.sentences,
+            tokenizer,
+            label_map if with_labels else None,
+            run.max_seq_length,
+            run.doc_stride,
+            run.document_context,
+        )
+        logging.info("***** %s: %s *****", title, conll_file.path)
+        logging.info("  Num sentences = %d", len(conll_file.sentences))
+        logging.info("  Num windows = %d", len(windows))
+        return windows
+
+    def predict(conll_file, windows, name, batch_size):
+        path = fine_tuning.write_records(run.output_dir, name, write_ner_tfrecord, windows)
+        logging.info("  Batch size = %d", batch_size)
+        dataset = ner_dataset(
+            path,
+            run.max_seq_length,
+            batch_size,
+            False,
+            background=input_in_background(strategy),
+        )
+        outputs = trainer.predict(dataset)
+        return outputs, word_predictions(windows, outputs["predictions"], labels)
+
+    if run.do_train:
+        train_config = fine_tuning.with_training_steps(
+            train_config, len(train_file.sentences), run.num_train_epochs, run.warmup_proportion
+        )
+    trainer = Trainer(NerTask(bert_config, len(labels)), strategy, train_config)
+
+    if run.do_train:
+        windows = windows_of(train_file, "Training data", True)
+        # The file lists sentences by document; the input pipeline's small shuffle buffer would
+        # leave each batch within a few documents.
+        random.Random(train_config.seed).shuffle(windows)
+        path = fine_tuning.write_records(run.output_dir, "train", write_ner_tfrecord, windows)
+        windows = None  # training reads the file
+        trainer.train(
+            lambda skip: ner_dataset(
+                path,
+                run.max_seq_length,
+                train_config.train_batch_size,
+                True,
+                train_config.seed,
+                skip,
+                background=input_in_background(strategy, True),
+            )
+        )
+
+    results = {}
+    if run.do_eval:
+        windows = windows_of(dev, "Running evaluation", True)
+        outputs, word_tags = predict(dev, windows, "eval", run.eval_batch_size)
+        write_predictions(os.path.join(run.output_dir, "eval_predictions.txt"), dev, word_tags)
+        results = _scores(dev, word_tags, outputs, "eval")
+        results["global_step"] = trainer.step
+        write_eval_results(run.output_dir, results)
+
+    if run.do_predict:
+        windows = windows_of(test, "Running prediction", False)
+        outputs, word_tags = predict(test, windows, "predict", run.predict_batch_size)
+        write_predictions(os.path.join(run.output_dir, "test_predictions.txt"), test, word_tags)
+        if test.has_tags:
+            # No loss: the test windows carry no labels.
+            test_results = _scores(test, word_tags, outputs, "test")
+            test_results["global_step"] = trainer.step
+            write_eval_results(run.output_dir, test_results, "test_results.txt", "Test results")
+    return results
