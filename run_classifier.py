@@ -22,11 +22,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/drive
 from absl import app, flags
 
 from data.glue.processors import canonical_task_name, get_processor
-from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
-from modeling.config import BertConfig
 from training import flags as training_flags
 from training.classifier_run import ClassifierRun, run_classifier
-from training.settings import log_at_info, settings_from_flags
+from training.settings import settings_from_flags
 
 FLAGS = flags.FLAGS
 
@@ -46,19 +44,10 @@ training_flags.define_training_flags()
 
 
 def main(_):
-    log_at_info(FLAGS)
-    # The original's start-up checks, in its order and with its messages.
-    validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-    if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
-        raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
-    bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
-    bert_config.check_max_seq_length(FLAGS.max_seq_length)
-    strategy = training_flags.strategy_from_flags(FLAGS)
+    bert_config, strategy, tokenizer = training_flags.start_fine_tuning(FLAGS)
     task_name = canonical_task_name(FLAGS.task_name)
     options = {"language": FLAGS.xnli_language} if task_name == "xnli" else {}
     processor = get_processor(FLAGS.task_name, **options)
-    tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-    training_flags.seed_from_flags(FLAGS)
     run = settings_from_flags(ClassifierRun, FLAGS, task_name=task_name)
     train_config = training_flags.train_config_from_flags(FLAGS)
     run_classifier(run, bert_config, processor, tokenizer, strategy, train_config)

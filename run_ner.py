@@ -24,11 +24,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/drive
 
 from absl import app, flags
 
-from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
-from modeling.config import BertConfig
 from training import flags as training_flags
 from training.ner_run import NerRun, run_ner
-from training.settings import log_at_info, settings_from_flags
+from training.settings import settings_from_flags
 
 FLAGS = flags.FLAGS
 
@@ -55,15 +53,7 @@ training_flags.define_training_flags()
 
 
 def main(_):
-    log_at_info(FLAGS)
-    validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-    if not FLAGS.do_train and not FLAGS.do_eval and not FLAGS.do_predict:
-        raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
-    bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
-    bert_config.check_max_seq_length(FLAGS.max_seq_length)
-    strategy = training_flags.strategy_from_flags(FLAGS)
-    tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-    training_flags.seed_from_flags(FLAGS)
+    bert_config, strategy, tokenizer = training_flags.start_fine_tuning(FLAGS)
     run = settings_from_flags(NerRun, FLAGS)
     train_config = training_flags.train_config_from_flags(FLAGS)
     run_ner(run, bert_config, tokenizer, strategy, train_config)

@@ -4,8 +4,10 @@ import keras
 import tensorflow as tf
 from absl import flags
 
+from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
+from modeling.config import BertConfig
 from training.loop import PRECISIONS, TrainConfig
-from training.settings import settings_from_flags
+from training.settings import log_at_info, settings_from_flags
 from training.strategy import STRATEGIES, create_strategy
 
 
@@ -100,3 +102,26 @@ def seed_from_flags(flag_values):
 def train_config_from_flags(flag_values, **overrides):
     """A `TrainConfig` from the shared flags; runner-specific values come as overrides."""
     return settings_from_flags(TrainConfig, flag_values, **overrides)
+
+
+def start_fine_tuning(flag_values):
+    """The start of run_classifier / run_ner: the original's checks, in its order and with its
+    messages, then the model config, the strategy, the tokenizer and the seeds.
+
+    Returns:
+        (bert_config, strategy, tokenizer).
+
+    Raises:
+        ValueError: a cased/uncased mismatch with a known Google checkpoint, none of
+            --do_train/--do_eval/--do_predict, or --max_seq_length beyond the model's positions.
+    """
+    log_at_info(flag_values)
+    validate_case_matches_checkpoint(flag_values.do_lower_case, flag_values.init_checkpoint)
+    if not (flag_values.do_train or flag_values.do_eval or flag_values.do_predict):
+        raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    bert_config = BertConfig.from_json_file(flag_values.bert_config_file).validate()
+    bert_config.check_max_seq_length(flag_values.max_seq_length)
+    strategy = strategy_from_flags(flag_values)
+    tokenizer = FullTokenizer(flag_values.vocab_file, flag_values.do_lower_case)
+    seed_from_flags(flag_values)
+    return bert_config, strategy, tokenizer

@@ -113,7 +113,7 @@ def run_ner(run, bert_config, tokenizer, strategy, train_config):
         logging.info("  Num windows = %d", len(windows))
         return windows
 
-    def predict(conll_file, windows, name, batch_size):
+    def predict(windows, name, batch_size):
         path = fine_tuning.write_records(run.output_dir, name, write_ner_tfrecord, windows)
         logging.info("  Batch size = %d", batch_size)
         dataset = ner_dataset(
@@ -154,7 +154,7 @@ def run_ner(run, bert_config, tokenizer, strategy, train_config):
     results = {}
     if run.do_eval:
         windows = windows_of(dev, "Running evaluation", True)
-        outputs, word_tags = predict(dev, windows, "eval", run.eval_batch_size)
+        outputs, word_tags = predict(windows, "eval", run.eval_batch_size)
         write_predictions(os.path.join(run.output_dir, "eval_predictions.txt"), dev, word_tags)
         results = _scores(dev, word_tags, outputs, "eval")
         results["global_step"] = trainer.step
@@ -162,7 +162,7 @@ def run_ner(run, bert_config, tokenizer, strategy, train_config):
 
     if run.do_predict:
         windows = windows_of(test, "Running prediction", False)
-        outputs, word_tags = predict(test, windows, "predict", run.predict_batch_size)
+        outputs, word_tags = predict(windows, "predict", run.predict_batch_size)
         write_predictions(os.path.join(run.output_dir, "test_predictions.txt"), test, word_tags)
         if test.has_tags:
             # No loss: the test windows carry no labels.

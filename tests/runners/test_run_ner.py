@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from seqeval.metrics import f1_score, precision_score, recall_score
 
 from data.ner.conll import read_conll
@@ -128,6 +129,12 @@ def test_conll_2003_end_to_end_with_document_context(minilm_tf1, tmp_path):
     with open(out / "labels.txt") as f:
         labels = f.read().split()
     assert labels == ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
+
+    # The original's checkpoint layout: the encoder under bert/, the head under cls/ner/.
+    shapes = dict(tf.train.list_variables(str(out / f"model.ckpt-{int(sentences / 16 * 3)}")))
+    assert shapes["cls/ner/output_weights"] == [9, 384]
+    assert shapes["cls/ner/output_bias"] == [9]
+    assert shapes["bert/embeddings/word_embeddings"] == [30522, 384]
 
     results = _results(out / "eval_results.txt")
     assert set(results) == {
