@@ -157,12 +157,11 @@ def test_conll_2003_end_to_end_with_document_context(minilm_tf1, tmp_path):
     assert results["eval_f1"] == pytest.approx(f1_score(gold, predicted), abs=1e-6)
     assert results["eval_precision"] == pytest.approx(precision_score(gold, predicted), abs=1e-6)
     assert results["eval_recall"] == pytest.approx(recall_score(gold, predicted), abs=1e-6)
-    if shutil.which("perl"):
-        with open(out / "eval_predictions.txt") as f:
-            scored = subprocess.run(["perl", CONLLEVAL], stdin=f, capture_output=True, text=True)
-        assert scored.returncode == 0, scored.stderr
-        fb1 = float(scored.stdout.splitlines()[1].split("FB1:")[1])
-        assert results["eval_f1"] * 100 == pytest.approx(fb1, abs=0.005)
+    with open(out / "eval_predictions.txt") as f:
+        scored = subprocess.run(["perl", CONLLEVAL], stdin=f, capture_output=True, text=True)
+    assert scored.returncode == 0, scored.stderr
+    fb1 = float(scored.stdout.splitlines()[1].split("FB1:")[1])
+    assert results["eval_f1"] * 100 == pytest.approx(fb1, abs=0.005)
 
     test_gold, test_predicted = _check_aligned(
         os.path.join(CONLL, "test.txt"), out / "test_predictions.txt", labels

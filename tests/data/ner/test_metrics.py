@@ -3,7 +3,6 @@ task's script, run with perl) and seqeval in its default, conlleval-compatible m
 
 import os
 import random
-import shutil
 import subprocess
 
 import pytest
@@ -65,7 +64,6 @@ def _conlleval(gold, predicted, tmp_path):
     return overall, per_type
 
 
-@pytest.mark.skipif(shutil.which("perl") is None, reason="conlleval.pl needs perl")
 @pytest.mark.parametrize("iob1", [False, True])
 @pytest.mark.parametrize("rate", [0.0, 0.05, 0.3])
 def test_scores_equal_conlleval_pl(tmp_path, iob1, rate):
