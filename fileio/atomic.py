@@ -8,6 +8,7 @@ input, leaves the previous file (or none) under the final name, never a truncate
 * `atomic_output(path)`: a temporary path for writers that take a path (TFRecordWriter, Keras).
 * `atomic_prefix(prefix)`: a temporary prefix for writers of several `prefix.*` files (a
   TensorFlow checkpoint), renamed together.
+* `atomic_directory(path)`: a temporary directory for writers of a whole tree (a SavedModel).
 
 Paths are local, or URLs of a file system TensorFlow knows (gs://, s3://, hdfs://); TensorFlow is
 imported only for the latter.
@@ -16,6 +17,7 @@ imported only for the latter.
 import contextlib
 import glob
 import os
+import shutil
 import uuid
 
 
@@ -48,6 +50,14 @@ def _remove_if_present(path):
             _gfile().remove(path)
     elif os.path.lexists(path):
         os.remove(path)
+
+
+def _remove_tree(path):
+    if _is_remote(path):
+        if _gfile().exists(path):
+            _gfile().rmtree(path)
+    elif os.path.lexists(path):
+        shutil.rmtree(path)
 
 
 def _move(source, target):
@@ -100,6 +110,40 @@ def atomic_prefix(prefix, last_suffix=None):
     finally:
         for leftover in _matching(temp):
             _remove_if_present(leftover)
+
+
+@contextlib.contextmanager
+def atomic_directory(path, overwrite=False):
+    """Yields a temporary directory beside `path`; renames it to `path` when the block succeeds.
+
+    An existing `path` is replaced only with `overwrite` (it is moved aside first and deleted
+    once the new tree is in place); if the block raises, the temporary tree is deleted and
+    `path` is left as it was.
+
+    Args:
+        path: the final directory.
+        overwrite: replace an existing `path`.
+
+    Yields:
+        The temporary directory to write (not yet created).
+
+    Raises:
+        FileExistsError: if `path` exists and `overwrite` is false.
+    """
+    exists = _gfile().exists if _is_remote(path) else os.path.lexists
+    if exists(path) and not overwrite:
+        raise FileExistsError(
+            f"{path} already exists; pass --overwrite to replace it or choose another directory."
+        )
+    temp, old = _temporary_name(path), _temporary_name(path)
+    try:
+        yield temp
+        if exists(path):
+            _move(path, old)
+        _move(temp, path)
+    finally:
+        _remove_tree(temp)
+        _remove_tree(old)
 
 
 @contextlib.contextmanager

@@ -66,12 +66,14 @@ class DataProcessor:
         name: the task name used by `get_processor`.
         labels: the label strings, in class-id order.
         is_regression: True when the label is a number (one output, squared-error loss).
+        has_text_b: True when examples are sentence pairs.
         leaderboard_names: names of the GLUE leaderboard files this task's test sets produce.
     """
 
     name = "task"
     labels = ()
     is_regression = False
+    has_text_b = True
     leaderboard_names = ()
 
     def get_train_examples(self, data_dir):
@@ -184,6 +186,10 @@ class _TsvProcessor(DataProcessor):
     columns = (1, 2, 3)
     test_columns = (1, 2)
     skip_short_rows = False
+
+    @property
+    def has_text_b(self):
+        return self.columns[1] is not None
 
     def get_train_examples(self, data_dir):
         return self._create_examples(data_dir, "train")

@@ -252,6 +252,35 @@ class FastFullTokenizer(tf.Module):
         text_input = tf.convert_to_tensor(text_input, tf.string)
         if text_input.shape.rank == 0:
             return self.tokenize(tf.expand_dims(text_input, 0))[0]
+        pieces, first_tokens = self._pieces_per_token(text_input)
+        return tf.RaggedTensor.from_row_splits(
+            pieces.values, tf.gather(pieces.row_splits, first_tokens), validate=False
+        )
+
+    def tokenize_words(self, text_input):
+        """Tokenizes a batch of strings, keeping the basic tokens (words) apart.
+
+        The basic tokens are `BasicTokenizer`'s (whitespace split, then punctuation and CJK
+        characters on their own); their pieces concatenated are `tokenize`'s ids.
+
+        Args:
+          text_input: string tensor [B].
+
+        Returns:
+          int64 RaggedTensor [B, (words), (pieces)].
+        """
+        pieces, first_tokens = self._pieces_per_token(tf.convert_to_tensor(text_input, tf.string))
+        return tf.RaggedTensor.from_row_splits(
+            pieces, tf.cast(first_tokens, pieces.row_splits.dtype), validate=False
+        )
+
+    def _pieces_per_token(self, text_input):
+        """WordPiece ids per basic token, and the first token of each row.
+
+        Returns:
+          (int64 RaggedTensor [T, (pieces)] over all T basic tokens of the batch, int64 [B + 1]
+          row splits of the tokens per input row).
+        """
         if text_input.shape.rank != 1:
             raise ValueError(
                 f"FastFullTokenizer.tokenize expects a string tensor [batch] or a scalar, got "
@@ -301,9 +330,7 @@ class FastFullTokenizer(tf.Module):
         words = tf.where(tokens.row_lengths() > self._max_chars, self._unk_token, words)
         pieces = self._wordpiece.tokenize(words)
         first_tokens = tf.searchsorted(token_rows, tf.range(num_rows + 1), side="left")
-        return tf.RaggedTensor.from_row_splits(
-            pieces.values, tf.gather(pieces.row_splits, first_tokens), validate=False
-        )
+        return pieces, first_tokens
 
     def _lower_and_strip_accents(self, cps, bits, word_ids):
         """`str.lower()`, NFD and removal of `Mn` marks, word by word.

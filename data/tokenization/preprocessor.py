@@ -62,7 +62,8 @@ def pack_inputs(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     Args:
       ids_a: int RaggedTensor [B, (n)], token ids of the first texts.
       ids_b: int RaggedTensor [B, (m)] of the second texts, or None for single texts.
-      max_seq_length: Python int, the padded length S (>= 2, and >= 3 with `ids_b`).
+      max_seq_length: the padded length S (>= 2, and >= 3 with `ids_b`): a Python int, or
+        an int32 scalar tensor.
       cls_id: id of `[CLS]`.
       sep_id: id of `[SEP]`.
 
@@ -73,7 +74,8 @@ def pack_inputs(ids_a, ids_b, max_seq_length, cls_id, sep_id):
       ValueError: If `max_seq_length` is too small for the markers.
     """
     min_length = 2 if ids_b is None else 3
-    if max_seq_length < min_length:
+    # A tensor length (TF Hub's `bert_pack_inputs(..., seq_length=)`) is not checked here.
+    if isinstance(max_seq_length, int) and max_seq_length < min_length:
         raise ValueError(
             f"max_seq_length={max_seq_length} leaves no room for the [CLS]/[SEP] markers; "
             f"it must be at least {min_length}{' for text pairs' if ids_b is not None else ''}."
@@ -87,8 +89,11 @@ def pack_inputs(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     ids_b = tf.cast(ids_b, tf.int32)
     len_b = ids_b.row_lengths()
     is_pair = len_b > 0
-    pair_a, pair_b = truncated_pair_lengths(len_a, len_b, max_seq_length - 3)
-    keep_a = tf.where(is_pair, pair_a, tf.minimum(len_a, max_seq_length - 2))
+    limit = max_seq_length
+    if not isinstance(limit, int):
+        limit = tf.cast(limit, len_a.dtype)
+    pair_a, pair_b = truncated_pair_lengths(len_a, len_b, limit - 3)
+    keep_a = tf.where(is_pair, pair_a, tf.minimum(len_a, limit - 2))
     keep_b = tf.where(is_pair, pair_b, tf.zeros_like(len_b))
     part_a = _prefix(ids_a, keep_a)
     part_b = _prefix(ids_b, keep_b)
@@ -104,6 +109,8 @@ def pack_inputs(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     segments = [tf.zeros_like(part) for part in parts[:3]] + [tf.ones_like(p) for p in parts[3:]]
     input_ids = tf.concat(parts, axis=1)
     shape = [None, max_seq_length]
+    if not isinstance(max_seq_length, int):
+        shape = tf.stack([tf.cast(input_ids.nrows(), tf.int32), max_seq_length])
     return {
         "input_ids": input_ids.to_tensor(0, shape=shape),
         "input_mask": tf.ones_like(input_ids).to_tensor(0, shape=shape),

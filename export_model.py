@@ -1,0 +1,62 @@
+"""Exports a trained model as a SavedModel: raw text in and the answer out, or TF Hub format.
+
+    # A GLUE classifier fine-tuned by run_classifier.py: sentences in, label and probabilities out.
+    python export_model.py --task=classifier --task_name=MRPC \\
+        --checkpoint=/tmp/mrpc_output --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
+        --vocab_file=$BERT_BASE_DIR/vocab.txt --max_seq_length=128 --export_dir=/tmp/mrpc_model
+
+    # Google's checkpoint as a TF Hub encoder (plus the matching preprocessor).
+    python export_model.py --task=encoder --checkpoint=$BERT_BASE_DIR/bert_model.ckpt \\
+        --bert_config_file=$BERT_BASE_DIR/bert_config.json --vocab_file=$BERT_BASE_DIR/vocab.txt \\
+        --export_dir=/tmp/bert_encoder --preprocessor_export_dir=/tmp/bert_preprocess
+
+`--checkpoint` is an output_dir (its latest model.ckpt-N) or a checkpoint prefix. The export is
+written under a temporary name and renamed; an existing --export_dir is replaced only with
+--overwrite. Loading a text-in export needs `import tensorflow_text` (the WordPiece op).
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
+
+from absl import app, flags
+
+from modeling.config import BertConfig
+from training.export_run import ExportRun, export_model
+from training.settings import log_at_info, settings_from_flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_enum(
+    "task",
+    None,
+    ["classifier", "encoder", "pretraining"],
+    "What to export: a fine-tuned classifier (text in), the TF Hub encoder, or the pre-training "
+    "model (ids in, MLM and NSP logits out).",
+)
+flags.DEFINE_string("task_name", None, "--task=classifier: the GLUE/XNLI task (e.g. MRPC).")
+flags.DEFINE_string("checkpoint", None, "An output_dir (its latest checkpoint) or a prefix.")
+flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model.")
+flags.DEFINE_string("vocab_file", None, "vocab.txt the model was trained with.")
+flags.DEFINE_bool("do_lower_case", True, "As for training; False for cased models.")
+flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the text-in exports.")
+flags.DEFINE_string("export_dir", None, "Where the SavedModel goes.")
+flags.DEFINE_string(
+    "preprocessor_export_dir",
+    None,
+    "--task=encoder: also write the TF Hub preprocessor here (seq_length = --max_seq_length).",
+)
+flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
+
+
+def main(_):
+    log_at_info(FLAGS)
+    bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    export_model(settings_from_flags(ExportRun, FLAGS), bert_config)
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(
+        ["task", "checkpoint", "bert_config_file", "vocab_file", "export_dir"]
+    )
+    app.run(main)

@@ -1,0 +1,82 @@
+"""The text-in classifier SavedModel: raw sentences (or pairs) in, the answer out.
+
+`serving_default` tokenizes in the graph (`BertPreprocessor`: ids identical to `FullTokenizer`,
+truncation and packing as run_classifier's `convert_single_example`), runs the fine-tuned model
+and returns what run_classifier writes to test_results.tsv plus the label string:
+
+* classification: `probabilities` float32 `[B, C]` (softmax of the logits) and `label` string
+  `[B]` (the task's label of the most probable class);
+* regression (STS-B): `score` float32 `[B]`.
+
+`serve_examples` takes serialized `tf.Example`s with run_classifier's record features
+(`input_ids`, `input_mask`, `segment_ids`; label features are ignored), for batch pipelines that
+tokenized already, and returns the same outputs.
+"""
+
+import tensorflow as tf
+
+from data.glue.records import classifier_feature_spec
+from data.tokenization.preprocessor import BertPreprocessor
+
+_INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
+
+
+class ClassifierExport(tf.Module):
+    """A fine-tuned `BertClassifier` with its tokenizer, ready for `tf.saved_model.save`.
+
+    Args:
+        model: the `BertClassifier`, weights loaded.
+        vocab_file: the vocabulary the model was fine-tuned with (stored as an asset).
+        do_lower_case: as for run_classifier.
+        max_seq_length: as for run_classifier.
+        labels: the task's label strings, in class-id order (ignored for regression).
+        is_regression: one output, returned as `score`.
+        has_text_b: the task takes sentence pairs (`text_b` is a signature input).
+    """
+
+    def __init__(
+        self, model, vocab_file, do_lower_case, max_seq_length, labels, is_regression, has_text_b
+    ):
+        super().__init__(name="text_classifier")
+        self.model = model
+        self.preprocessor = BertPreprocessor(vocab_file, do_lower_case, max_seq_length)
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False)
+        self.max_seq_length = max_seq_length
+        self.is_regression = is_regression
+        self.has_text_b = has_text_b
+        self._labels = tf.constant(list(labels) or [""])
+
+    def _answer(self, features):
+        logits = self.model({k: features[k] for k in _INPUT_KEYS}, training=False)
+        if self.is_regression:
+            return {"score": logits[:, 0]}
+        probabilities = tf.nn.softmax(logits, axis=-1)
+        label = tf.gather(self._labels, tf.argmax(logits, axis=-1, output_type=tf.int32))
+        return {"probabilities": probabilities, "label": label}
+
+    def signatures(self):
+        """`{"serving_default": ..., "serve_examples": ...}` concrete functions."""
+        text = tf.TensorSpec([None], tf.string)
+        if self.has_text_b:
+
+            @tf.function(input_signature=[text, text])
+            def serve_text(text_a, text_b):
+                return self._answer(self.preprocessor(text_a, text_b))
+
+        else:
+
+            @tf.function(input_signature=[text])
+            def serve_text(text_a):
+                return self._answer(self.preprocessor(text_a))
+
+        spec = classifier_feature_spec(self.max_seq_length)
+        spec = {k: spec[k] for k in _INPUT_KEYS}
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        def serve_examples(examples):
+            parsed = tf.io.parse_example(examples, spec)
+            return self._answer({k: tf.cast(v, tf.int32) for k, v in parsed.items()})
+
+        self.serve_text, self.serve_examples = serve_text, serve_examples
+        return {"serving_default": serve_text, "serve_examples": serve_examples}

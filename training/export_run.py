@@ -1,0 +1,153 @@
+"""export_model.py's job: a trained checkpoint in, a SavedModel out (see serving/)."""
+
+import dataclasses
+import os
+
+import tensorflow as tf
+from absl import logging
+
+from data.glue.processors import get_processor
+from fileio.atomic import atomic_directory
+from modeling import tf1_checkpoint
+from serving.classifier import ClassifierExport
+from serving.pretraining import PretrainingExport
+from serving.tfhub import build_encoder, build_preprocessor
+from training.tasks import ClassifierTask, PretrainingTask
+
+# Which runner writes checkpoints that each export reads, for error messages.
+_TRAINED_BY = {
+    "classifier": "run_classifier.py (an output_dir of a fine-tuning run)",
+    "encoder": "Google's bert_model.ckpt, run_pretraining.py or any fine-tuning run",
+    "pretraining": "Google's bert_model.ckpt or run_pretraining.py",
+}
+
+
+@dataclasses.dataclass
+class ExportRun:
+    """Settings of one export_model.py invocation: the flags of the same names."""
+
+    task: str
+    checkpoint: str
+    vocab_file: str
+    do_lower_case: bool
+    max_seq_length: int
+    export_dir: str
+    overwrite: bool = False
+    task_name: str | None = None
+    preprocessor_export_dir: str | None = None
+
+
+def _load(task, variable_map, prefix):
+    """Assigns every variable of the export from the checkpoint, or says what does not fit."""
+    try:
+        tf1_checkpoint.assign_arrays(variable_map, tf1_checkpoint.read_checkpoint(prefix), prefix)
+    except ValueError as err:
+        raise ValueError(
+            f"{err}\n--task={task} reads a checkpoint written by {_TRAINED_BY[task]}; pass "
+            "--checkpoint of such a run (and its --bert_config_file and --task_name)."
+        ) from None
+
+
+def _classifier(run, bert_config, prefix):
+    if not run.task_name:
+        raise ValueError("--task=classifier needs --task_name (e.g. MRPC), the fine-tuned task.")
+    processor = get_processor(run.task_name)
+    labels = processor.get_labels()
+    task = ClassifierTask(bert_config, len(labels), processor.is_regression)
+    task.build_model()
+    _load(run.task, task.variable_map(), prefix)
+    export = ClassifierExport(
+        task.model,
+        run.vocab_file,
+        run.do_lower_case,
+        run.max_seq_length,
+        labels,
+        processor.is_regression,
+        processor.has_text_b,
+    )
+    return export, export.signatures()
+
+
+def _encoder(run, bert_config, prefix):
+    # The `mlm` sub-object comes with the checkpoint's masked-LM head, when it has one (Google's
+    # bert_model.ckpt and run_pretraining's checkpoints do; fine-tuned ones do not).
+    reader = tf.train.load_checkpoint(prefix)
+    with_mlm = reader.has_tensor("cls/predictions/output_bias")
+    task = PretrainingTask(bert_config)
+    model = task.build_model()
+    if with_mlm:
+        names = tf1_checkpoint.build_variable_map(
+            bert_model=model.bert, pretraining_heads=model.cls
+        )
+        names = {k: v for k, v in names.items() if not k.startswith("cls/seq_relationship")}
+    else:
+        names = tf1_checkpoint.build_variable_map(bert_model=model.bert)
+    _load(run.task, names, prefix)
+    logging.info("TF Hub encoder %s the mlm sub-object.", "with" if with_mlm else "without")
+    heads = model.cls if with_mlm else None
+    return build_encoder(model.bert, run.vocab_file, run.do_lower_case, heads), None
+
+
+def _pretraining(run, bert_config, prefix):
+    task = PretrainingTask(bert_config)
+    task.build_model()
+    _load(run.task, task.variable_map(), prefix)
+    export = PretrainingExport(task.model, run.vocab_file, run.do_lower_case)
+    return export, export.signatures()
+
+
+def export_model(run, bert_config):
+    """Writes the SavedModel of `run.task` to `run.export_dir`, atomically.
+
+    Args:
+        run: `ExportRun`.
+        bert_config: the checkpoint's `BertConfig`.
+
+    Returns:
+        The export directory.
+
+    Raises:
+        FileExistsError: `export_dir` exists and `overwrite` is false.
+        ValueError: the checkpoint does not hold the task's model (every mismatch listed).
+    """
+    # Refuse before any work: building and saving a large model takes minutes.
+    for flag in ("export_dir", "preprocessor_export_dir"):
+        path = getattr(run, flag)
+        if path and tf.io.gfile.exists(path) and not run.overwrite:
+            raise FileExistsError(
+                f"--{flag} {path} already exists; pass --overwrite to replace it or choose "
+                "another directory."
+            )
+    prefix = tf1_checkpoint.resolve_checkpoint_path(run.checkpoint)
+    logging.info("Exporting --task=%s from %s", run.task, prefix)
+    if run.task == "classifier":
+        root, signatures = _classifier(run, bert_config, prefix)
+    elif run.task == "encoder":
+        root, signatures = _encoder(run, bert_config, prefix)
+    elif run.task == "pretraining":
+        root, signatures = _pretraining(run, bert_config, prefix)
+    else:
+        raise ValueError(f"Unknown --task={run.task}.")
+    parent = os.path.dirname(os.path.abspath(run.export_dir))
+    tf.io.gfile.makedirs(parent)
+    with atomic_directory(run.export_dir, overwrite=run.overwrite) as temp:
+        tf.saved_model.save(root, temp, signatures=signatures)
+    logging.info("Wrote %s", run.export_dir)
+    if run.task == "encoder" and run.preprocessor_export_dir:
+        export_preprocessor(
+            run.vocab_file,
+            run.do_lower_case,
+            run.max_seq_length,
+            run.preprocessor_export_dir,
+            run.overwrite,
+        )
+        logging.info("Wrote the matching preprocessor to %s", run.preprocessor_export_dir)
+    return run.export_dir
+
+
+def export_preprocessor(vocab_file, do_lower_case, max_seq_length, export_dir, overwrite):
+    """Writes the TF Hub preprocessor SavedModel (see `serving.tfhub.build_preprocessor`)."""
+    root = build_preprocessor(vocab_file, do_lower_case, max_seq_length)
+    with atomic_directory(export_dir, overwrite=overwrite) as temp:
+        tf.saved_model.save(root, temp)
+    return export_dir
