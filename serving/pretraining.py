@@ -32,7 +32,12 @@ class PretrainingExport(tf.Module):
 
         @tf.function(input_signature=specs)
         def serve(input_ids, input_mask, segment_ids, masked_lm_positions):
-            inputs = dict(zip(_INPUTS, (input_ids, input_mask, segment_ids, masked_lm_positions)))
+            inputs = {
+                "input_ids": input_ids,
+                "input_mask": input_mask,
+                "segment_ids": segment_ids,
+                "masked_lm_positions": masked_lm_positions,
+            }
             out = self.pretrainer(inputs, training=False)
             shape = tf.concat([tf.shape(masked_lm_positions), [-1]], 0)
             return {

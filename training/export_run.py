@@ -7,6 +7,7 @@ import tensorflow as tf
 from absl import logging
 
 from data.glue.processors import get_processor
+from data.tokenization.full_tokenizer import load_vocab
 from fileio.atomic import atomic_directory
 from modeling import tf1_checkpoint
 from serving.classifier import ClassifierExport
@@ -35,6 +36,16 @@ class ExportRun:
     overwrite: bool = False
     task_name: str | None = None
     preprocessor_export_dir: str | None = None
+
+
+def _check_vocab(vocab_file, vocab_size):
+    # A token id past the embedding table reads garbage on accelerators instead of failing.
+    tokens = len(load_vocab(vocab_file))
+    if tokens > vocab_size:
+        raise ValueError(
+            f"--vocab_file {vocab_file} has {tokens} tokens but the model's vocab_size is "
+            f"{vocab_size} (--bert_config_file): pass the vocab.txt the model was trained with."
+        )
 
 
 def _load(task, variable_map, prefix):
@@ -118,6 +129,7 @@ def export_model(run, bert_config):
                 f"--{flag} {path} already exists; pass --overwrite to replace it or choose "
                 "another directory."
             )
+    _check_vocab(run.vocab_file, bert_config.vocab_size)
     prefix = tf1_checkpoint.resolve_checkpoint_path(run.checkpoint)
     logging.info("Exporting --task=%s from %s", run.task, prefix)
     if run.task == "classifier":

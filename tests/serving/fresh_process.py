@@ -1,0 +1,51 @@
+"""Runs a script in a fresh interpreter that cannot import this project: what a serving host
+has (tensorflow, tensorflow_text and, for the TF Hub checks, tensorflow_hub and Model Garden)."""
+
+import json
+import subprocess
+import sys
+
+from tests.helpers.scripts import ENV
+
+# Prepended to every script: fails if any project package is importable.
+_GUARD = """
+import importlib.util, sys
+for _name in ("modeling", "data", "training", "serving", "fileio"):
+    _spec = importlib.util.find_spec(_name)
+    assert _spec is None or "site-packages" in str(_spec.origin), (_name, _spec)
+"""
+
+
+def run_fresh(tmp_path, name, body, inputs):
+    """Runs `body` (Python source reading `INPUTS`, setting `OUTPUTS`) in `python -I`.
+
+    Args:
+        tmp_path: a directory for the script and its files (also the working directory).
+        name: file name stem.
+        body: the script; it sees `INPUTS` (the JSON-decoded `inputs`) and must assign a
+            JSON-serialisable `OUTPUTS`.
+        inputs: JSON-serialisable inputs.
+
+    Returns:
+        The decoded `OUTPUTS`.
+    """
+    script = tmp_path / f"{name}.py"
+    in_path, out_path = tmp_path / f"{name}_in.json", tmp_path / f"{name}_out.json"
+    in_path.write_text(json.dumps(inputs))
+    script.write_text(
+        _GUARD
+        + f"import json\nINPUTS = json.load(open({str(in_path)!r}))\n"
+        + body
+        + f"\njson.dump(OUTPUTS, open({str(out_path)!r}, 'w'))\n"
+    )
+    env = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
+    result = subprocess.run(
+        [sys.executable, "-I", str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return json.loads(out_path.read_text())

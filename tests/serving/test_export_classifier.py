@@ -1,0 +1,187 @@
+"""export_model.py --task=classifier: the exported text-in model, loaded where only tensorflow
+and tensorflow_text exist, answers as run_classifier.py's test_results.tsv."""
+
+import csv
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.helpers.glue_tasks import write_mrpc
+from tests.helpers.scripts import REPO, run_in_repo
+from tests.serving.fresh_process import run_fresh
+
+# Test pairs beyond the generated ones: case, accents, punctuation, CJK, and pairs far longer
+# than --max_seq_length=24, so truncation decides the answer.
+_HARD_PAIRS = [
+    ("Café Zürich's CEO — “quoted” text…", "The CEO of Café Zürich spoke."),
+    ("ÉCOLE NORMALE, Paris (1794)!", "école normale in paris"),
+    ("東京 is in Japan.", "Tokyo is a city"),
+    (" ".join(["the man went to the market yesterday"] * 6), "yesterday the man walked to it"),
+    ("a b", " ".join(["yesterday a woman walked to the river"] * 5)),
+]
+
+
+def _export(minilm_tf1, checkpoint, export_dir, *extra):
+    return run_in_repo(
+        [
+            sys.executable,
+            os.path.join(REPO, "export_model.py"),
+            f"--checkpoint={checkpoint}",
+            f"--bert_config_file={minilm_tf1 / 'bert_config.json'}",
+            f"--vocab_file={minilm_tf1 / 'vocab.txt'}",
+            "--max_seq_length=24",
+            f"--export_dir={export_dir}",
+            *extra,
+        ],
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def mrpc_run(minilm_tf1, tmp_path_factory):
+    """A short MRPC fine-tuning of MiniLM with test predictions, and its export."""
+    root = tmp_path_factory.mktemp("mrpc_export")
+    data, out = root / "data", root / "out"
+    write_mrpc(data, num_train=32, num_dev=8, num_test=20)
+    with open(data / "test.tsv", "a") as f:
+        for i, (a, b) in enumerate(_HARD_PAIRS, start=20):
+            f.write(f"{i}\t{i}\t{i + 1}\t{a}\t{b}\n")
+    result = run_in_repo(
+        [
+            sys.executable,
+            os.path.join(REPO, "run_classifier.py"),
+            "--task_name=MRPC",
+            f"--data_dir={data}",
+            f"--vocab_file={minilm_tf1 / 'vocab.txt'}",
+            f"--bert_config_file={minilm_tf1 / 'bert_config.json'}",
+            f"--init_checkpoint={minilm_tf1 / 'bert_model.ckpt'}",
+            "--max_seq_length=24",
+            "--train_batch_size=16",
+            "--predict_batch_size=8",
+            "--num_train_epochs=1",
+            "--learning_rate=1e-4",
+            f"--output_dir={out}",
+            "--do_train",
+            "--do_predict",
+        ],
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    export_dir = root / "export"
+    result = _export(minilm_tf1, out, export_dir, "--task=classifier", "--task_name=MRPC")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {"data": data, "out": out, "export": export_dir, "root": root}
+
+
+def _test_pairs(data):
+    sys.path.insert(0, REPO)
+    from data.glue.processors import get_processor
+
+    examples = get_processor("mrpc").get_test_examples(str(data))
+    return [e.text_a for e in examples], [e.text_b for e in examples]
+
+
+def _test_results(out):
+    with open(out / "test_results.tsv") as f:
+        return np.array(list(csv.reader(f, delimiter="\t")), dtype=np.float64)
+
+
+_SERVE_TEXT = """
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the WordPiece op)
+model = tf.saved_model.load(INPUTS["export"])
+serve = model.signatures["serving_default"]
+out = serve(text_a=tf.constant(INPUTS["a"]), text_b=tf.constant(INPUTS["b"]))
+records = list(tf.data.TFRecordDataset(INPUTS["records"]).as_numpy_iterator())
+by_example = model.signatures["serve_examples"](examples=tf.constant(records))
+OUTPUTS = {
+    "probabilities": out["probabilities"].numpy().tolist(),
+    "label": [x.decode() for x in out["label"].numpy()],
+    "example_probabilities": by_example["probabilities"].numpy().tolist(),
+    "vocab_asset": model.vocab_file.asset_path.numpy().decode(),
+    "do_lower_case": bool(model.do_lower_case.numpy()),
+}
+"""
+
+
+def test_text_in_answers_as_test_results(mrpc_run, tmp_path):
+    text_a, text_b = _test_pairs(mrpc_run["data"])
+    expected = _test_results(mrpc_run["out"])
+    assert expected.shape == (len(_HARD_PAIRS) + 20, 2)
+    got = run_fresh(
+        tmp_path,
+        "serve_text",
+        _SERVE_TEXT,
+        {
+            "export": str(mrpc_run["export"]),
+            "a": text_a,
+            "b": text_b,
+            "records": str(mrpc_run["out"] / "predict.tf_record"),
+        },
+    )
+    np.testing.assert_allclose(got["probabilities"], expected, atol=1e-5, rtol=0)
+    assert got["label"] == [str(i) for i in np.argmax(expected, axis=1)]
+    # The same records run_classifier predicted from, through serve_examples.
+    np.testing.assert_allclose(got["example_probabilities"], expected, atol=1e-5, rtol=0)
+    assert got["vocab_asset"].endswith("assets/vocab.txt") and got["do_lower_case"]
+
+
+def test_saved_model_cli_lists_the_signatures(mrpc_run):
+    shown = subprocess.run(
+        ["saved_model_cli", "show", "--dir", str(mrpc_run["export"]), "--all"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    signatures = {}
+    for block in re.split(r"\nsignature_def\['", shown.stdout)[1:]:
+        name = block.split("'", 1)[0]
+        inputs = re.findall(r"inputs\['(\w+)'\] tensor_info:\s+dtype: (\w+)", block)
+        outputs = re.findall(r"outputs\['(\w+)'\] tensor_info:\s+dtype: (\w+)", block)
+        signatures[name] = (dict(inputs), dict(outputs))
+    assert signatures["serving_default"] == (
+        {"text_a": "DT_STRING", "text_b": "DT_STRING"},
+        {"label": "DT_STRING", "probabilities": "DT_FLOAT"},
+    )
+    assert signatures["serve_examples"] == (
+        {"examples": "DT_STRING"},
+        {"label": "DT_STRING", "probabilities": "DT_FLOAT"},
+    )
+
+
+def test_refuses_an_existing_export_dir(mrpc_run, minilm_tf1):
+    before = sorted(os.listdir(mrpc_run["export"]))
+    result = _export(
+        minilm_tf1, mrpc_run["out"], mrpc_run["export"], "--task=classifier", "--task_name=MRPC"
+    )
+    assert result.returncode != 0
+    assert "already exists; pass --overwrite" in result.stderr
+    assert sorted(os.listdir(mrpc_run["export"])) == before
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        # A pre-trained checkpoint has no classifier head.
+        (["--task_name=MRPC", "use_pretrained"], "missing in checkpoint: output_weights"),
+        # MNLI has 3 labels, the MRPC model 2.
+        (["--task_name=MNLI"], "shape mismatch: output_weights: checkpoint [2, 384] vs model [3, 384]"),
+        ([], "--task=classifier needs --task_name"),
+    ],
+)
+def test_refuses_a_checkpoint_of_another_task(mrpc_run, minilm_tf1, tmp_path, extra, message):
+    checkpoint = mrpc_run["out"]
+    if "use_pretrained" in extra:
+        extra = [e for e in extra if e != "use_pretrained"]
+        checkpoint = minilm_tf1 / "bert_model.ckpt"
+    export_dir = tmp_path / "export"
+    result = _export(minilm_tf1, checkpoint, export_dir, "--task=classifier", *extra)
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr[-2000:]
+    assert not export_dir.exists() and os.listdir(tmp_path) == []
