@@ -171,7 +171,10 @@ def test_refuses_an_existing_export_dir(mrpc_run, minilm_tf1):
         # A pre-trained checkpoint has no classifier head.
         (["--task_name=MRPC", "use_pretrained"], "missing in checkpoint: output_weights"),
         # MNLI has 3 labels, the MRPC model 2.
-        (["--task_name=MNLI"], "shape mismatch: output_weights: checkpoint [2, 384] vs model [3, 384]"),
+        (
+            ["--task_name=MNLI"],
+            "shape mismatch: output_weights: checkpoint [2, 384] vs model [3, 384]",
+        ),
         ([], "--task=classifier needs --task_name"),
     ],
 )
@@ -185,3 +188,89 @@ def test_refuses_a_checkpoint_of_another_task(mrpc_run, minilm_tf1, tmp_path, ex
     assert result.returncode != 0
     assert message in result.stderr, result.stderr[-2000:]
     assert not export_dir.exists() and os.listdir(tmp_path) == []
+
+
+_SERVE_ANY = """
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+serve = tf.saved_model.load(INPUTS["export"]).signatures["serving_default"]
+out = serve(**{k: tf.constant(v) for k, v in INPUTS["texts"].items()})
+OUTPUTS = {k: [x.decode() if isinstance(x, bytes) else x for x in v.numpy().tolist()]
+           for k, v in out.items()}
+"""
+
+
+@pytest.mark.parametrize("task_name", ["STS-B", "CoLA"])
+def test_single_sentence_and_regression_tasks(minilm_tf1, tmp_path, task_name):
+    """A random tiny model per task: the export's outputs equal the model on the features
+    run_classifier builds in Python (FullTokenizer, convert_single_example)."""
+    sys.path.insert(0, REPO)
+    import tensorflow as tf
+
+    from data.glue.features import convert_examples_to_features
+    from data.glue.processor_base import InputExample
+    from data.glue.processors import get_processor
+    from data.tokenization.full_tokenizer import FullTokenizer
+    from modeling import tf1_checkpoint
+    from tests.helpers.tiny_config import tiny_config, write_tiny_config
+    from training.tasks import ClassifierTask
+
+    processor = get_processor(task_name)
+    labels = processor.get_labels()
+    task = ClassifierTask(tiny_config(vocab_size=30522), len(labels), processor.is_regression)
+    task.build_model()
+    ckpt = tmp_path / "ckpt" / "model.ckpt"
+    ckpt.parent.mkdir()
+    tf1_checkpoint.save_tf1_checkpoint(
+        tf1_checkpoint.variables_to_arrays(task.variable_map()), str(ckpt)
+    )
+    write_tiny_config(tmp_path / "bert_config.json", vocab_size=30522)
+    vocab = str(minilm_tf1 / "vocab.txt")
+    result = run_in_repo(
+        [
+            sys.executable,
+            os.path.join(REPO, "export_model.py"),
+            "--task=classifier",
+            f"--task_name={task_name}",
+            f"--checkpoint={ckpt}",
+            f"--bert_config_file={tmp_path / 'bert_config.json'}",
+            f"--vocab_file={vocab}",
+            "--max_seq_length=16",
+            f"--export_dir={tmp_path / 'export'}",
+        ]
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    pairs = [*(_HARD_PAIRS), ("the movie was great .", "a great film")]
+    texts = {"text_a": [a for a, _ in pairs]}
+    if processor.has_text_b:
+        texts["text_b"] = [b for _, b in pairs]
+    got = run_fresh(
+        tmp_path, "serve", _SERVE_ANY, {"export": str(tmp_path / "export"), "texts": texts}
+    )
+
+    examples = [
+        InputExample(
+            str(i),
+            a,
+            b if processor.has_text_b else None,
+            "0" if processor.is_regression else labels[0],
+        )
+        for i, (a, b) in enumerate(pairs)
+    ]
+    tokenizer = FullTokenizer(vocab, do_lower_case=True)
+    features = convert_examples_to_features(
+        examples, labels, 16, tokenizer, processor.is_regression
+    )
+    inputs = {
+        k: tf.constant([getattr(f, k) for f in features], tf.int32)
+        for k in ("input_ids", "input_mask", "segment_ids")
+    }
+    logits = task.model(inputs, training=False).numpy()
+    if processor.is_regression:
+        assert set(got) == {"score"}
+        np.testing.assert_allclose(got["score"], logits[:, 0], atol=1e-5, rtol=0)
+    else:
+        assert set(got) == {"probabilities", "label"}
+        expected = tf.nn.softmax(logits).numpy()
+        np.testing.assert_allclose(got["probabilities"], expected, atol=1e-5, rtol=0)
+        assert got["label"] == [labels[i] for i in np.argmax(logits, axis=1)]
