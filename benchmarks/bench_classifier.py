@@ -279,7 +279,9 @@ def drive(args):
         *("--iterations_per_loop", str(args.iterations_per_loop)),
     ]
     only = set(args.only.split(",")) if args.only else None
-    variants = [v for v in VARIANTS if only is None or v[1] in only]
+    variants = [
+        v for v in VARIANTS if (only is None or v[1] in only) and not (args.no_xla and v[2])
+    ]
     rates = {name: [] for name, *_ in variants}
     cpu_rates = {name: [] for name, *_ in variants}
     for round_index in range(args.rounds):
@@ -322,6 +324,7 @@ def main():
         "--mode", choices=["bare_train", "train", "bare_predict", "predict"], default="train"
     )
     parser.add_argument("--only", default="", help="Driver: comma-separated modes to run.")
+    parser.add_argument("--no_xla", action="store_true", help="Driver: skip the XLA variants.")
     parser.add_argument("--task", choices=["classifier", "ner"], default="classifier")
     parser.add_argument("--config", choices=["mini", "base", "large"], default="mini")
     parser.add_argument("--batch", type=int, default=32, help="Training batch (original: 32).")
