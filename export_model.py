@@ -30,15 +30,19 @@ FLAGS = flags.FLAGS
 flags.DEFINE_enum(
     "task",
     None,
-    ["classifier", "encoder", "pretraining"],
-    "What to export: a fine-tuned classifier (text in), the TF Hub encoder, or the pre-training "
-    "model (ids in, MLM and NSP logits out).",
+    ["classifier", "ner", "encoder", "pretraining"],
+    "What to export: a fine-tuned classifier or NER tagger (text in), the TF Hub encoder, or the "
+    "pre-training model (ids in, MLM and NSP logits out).",
 )
 flags.DEFINE_string("task_name", None, "--task=classifier: the GLUE/XNLI task (e.g. MRPC).")
 flags.DEFINE_string("checkpoint", None, "An output_dir (its latest checkpoint) or a prefix.")
 flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model.")
 flags.DEFINE_string("vocab_file", None, "vocab.txt the model was trained with.")
-flags.DEFINE_bool("do_lower_case", True, "As for training; False for cased models.")
+flags.DEFINE_bool(
+    "do_lower_case",
+    None,
+    "As for training: default true, but false for --task=ner (run_ner's default, cased models).",
+)
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the text-in exports.")
 flags.DEFINE_string("export_dir", None, "Where the SavedModel goes.")
 flags.DEFINE_string(
@@ -46,13 +50,20 @@ flags.DEFINE_string(
     None,
     "--task=encoder: also write the TF Hub preprocessor here (seq_length = --max_seq_length).",
 )
+flags.DEFINE_string(
+    "label_file", None, "--task=ner: the run's labels.txt (default: beside the checkpoint)."
+)
+flags.DEFINE_integer("doc_stride", 64, "--task=ner: as for run_ner.py.")
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
 
 
 def main(_):
     log_at_info(FLAGS)
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    export_model(settings_from_flags(ExportRun, FLAGS), bert_config)
+    lower_case = FLAGS.do_lower_case
+    if lower_case is None:
+        lower_case = FLAGS.task != "ner"
+    export_model(settings_from_flags(ExportRun, FLAGS, do_lower_case=lower_case), bert_config)
 
 
 if __name__ == "__main__":

@@ -7,19 +7,22 @@ import tensorflow as tf
 from absl import logging
 
 from data.glue.processors import get_processor
+from data.ner.labels import LABELS_FILE, read_label_file
 from data.tokenization.full_tokenizer import load_vocab
 from fileio.atomic import atomic_directory
 from modeling import tf1_checkpoint
 from serving.classifier import ClassifierExport
+from serving.ner import NerExport
 from serving.pretraining import PretrainingExport
 from serving.tfhub import build_encoder, build_preprocessor
-from training.tasks import ClassifierTask, PretrainingTask
+from training.tasks import ClassifierTask, NerTask, PretrainingTask
 
 # Which runner writes checkpoints that each export reads, for error messages.
 _TRAINED_BY = {
     "classifier": "run_classifier.py (an output_dir of a fine-tuning run)",
     "encoder": "Google's bert_model.ckpt, run_pretraining.py or any fine-tuning run",
     "pretraining": "Google's bert_model.ckpt or run_pretraining.py",
+    "ner": "run_ner.py (an output_dir of a fine-tuning run)",
 }
 
 
@@ -36,6 +39,8 @@ class ExportRun:
     overwrite: bool = False
     task_name: str | None = None
     preprocessor_export_dir: str | None = None
+    label_file: str | None = None
+    doc_stride: int = 64
 
 
 def _check_vocab(vocab_file, vocab_size):
@@ -75,6 +80,24 @@ def _classifier(run, bert_config, prefix):
         labels,
         processor.is_regression,
         processor.has_text_b,
+    )
+    return export, export.signatures()
+
+
+def _ner(run, bert_config, prefix):
+    # labels.txt sits in the output_dir of the run_ner run the checkpoint comes from.
+    label_file = run.label_file or os.path.join(os.path.dirname(prefix), LABELS_FILE)
+    if not tf.io.gfile.exists(label_file):
+        raise ValueError(
+            f"No tag list at {label_file}: pass --label_file (the labels.txt of the run_ner "
+            "run that wrote the checkpoint)."
+        )
+    labels = read_label_file(label_file)
+    task = NerTask(bert_config, len(labels))
+    task.build_model()
+    _load(run.task, task.variable_map(), prefix)
+    export = NerExport(
+        task.model, run.vocab_file, run.do_lower_case, run.max_seq_length, run.doc_stride, labels
     )
     return export, export.signatures()
 
@@ -134,6 +157,8 @@ def export_model(run, bert_config):
     logging.info("Exporting --task=%s from %s", run.task, prefix)
     if run.task == "classifier":
         root, signatures = _classifier(run, bert_config, prefix)
+    elif run.task == "ner":
+        root, signatures = _ner(run, bert_config, prefix)
     elif run.task == "encoder":
         root, signatures = _encoder(run, bert_config, prefix)
     elif run.task == "pretraining":
