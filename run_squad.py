@@ -37,6 +37,12 @@ flags.DEFINE_integer("max_seq_length", 384, "Maximum total length after WordPiec
 flags.DEFINE_integer("doc_stride", 128, "Stride between the chunks of a long document.")
 flags.DEFINE_integer("max_query_length", 64, "Question tokens kept (longer ones are truncated).")
 flags.DEFINE_bool("do_predict", False, "Whether to run eval on the dev set.")
+flags.DEFINE_bool(
+    "do_eval",
+    False,
+    "Predict --predict_file (a dev set) and score it with the official SQuAD definitions into "
+    "eval_results.txt; SQuAD 2.0 also saves the best null threshold for export_model.py.",
+)
 flags.DEFINE_integer("n_best_size", 20, "Size of the n-best list in nbest_predictions.json.")
 flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in WordPiece tokens.")
 flags.DEFINE_bool("verbose_logging", False, "Log the alignment warnings of the answer text.")
@@ -51,11 +57,11 @@ training_flags.define_training_flags()
 def validate_flags_or_throw(bert_config):
     """The original's start-up checks, in its order and with its messages."""
     validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
-    if not FLAGS.do_train and not FLAGS.do_predict:
+    if not FLAGS.do_train and not FLAGS.do_predict and not FLAGS.do_eval:
         raise ValueError("At least one of `do_train` or `do_predict` must be True.")
     if FLAGS.do_train and not FLAGS.train_file:
         raise ValueError("If `do_train` is True, then `train_file` must be specified.")
-    if FLAGS.do_predict and not FLAGS.predict_file:
+    if (FLAGS.do_predict or FLAGS.do_eval) and not FLAGS.predict_file:
         raise ValueError("If `do_predict` is True, then `predict_file` must be specified.")
     bert_config.check_max_seq_length(FLAGS.max_seq_length)
     if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:

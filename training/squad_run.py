@@ -1,20 +1,26 @@
 """run_squad's train / predict sequence on the shared Trainer."""
 
 import dataclasses
+import json
 import os
 import random
 
 import tensorflow as tf
 from absl import logging
 
-from data.squad import postprocess
+from data.squad import evaluation, postprocess
 from data.squad.examples import read_squad_examples
 from data.squad.features import convert_examples_to_features
 from data.squad.records import squad_dataset, write_squad_tfrecord
+from fileio.atomic import write_atomically
 from training import fine_tuning
 from training.loop import Trainer
 from training.strategy import input_in_background
+from training.summaries import write_eval_results
 from training.tasks import SquadTask
+
+# Where run_squad --do_eval saves the SQuAD 2.0 threshold that export_model.py reads.
+THRESHOLD_FILE = "best_null_score_diff_threshold"
 
 # The original shuffles the training examples once with this fixed seed, whatever --seed says.
 _EXAMPLE_SHUFFLE_SEED = 12345
@@ -29,6 +35,7 @@ class SquadRun:
     predict_file: str | None
     do_train: bool
     do_predict: bool
+    do_eval: bool
     do_lower_case: bool
     max_seq_length: int
     doc_stride: int
@@ -100,7 +107,7 @@ def run_squad(run, bert_config, tokenizer, strategy, train_config):
             )
         )
 
-    if not run.do_predict:
+    if not (run.do_predict or run.do_eval):
         return {}
     examples = read_squad_examples(run.predict_file, False, run.version_2_with_negative)
     features, path = _write_features(run, examples, tokenizer, "eval", False)
@@ -124,7 +131,7 @@ def run_squad(run, bert_config, tokenizer, strategy, train_config):
             outputs["unique_ids"], outputs["start_logits"], outputs["end_logits"], strict=True
         )
     ]
-    return postprocess.write_predictions(
+    predictions = postprocess.write_predictions(
         examples,
         features,
         results,
@@ -138,3 +145,43 @@ def run_squad(run, bert_config, tokenizer, strategy, train_config):
         null_score_diff_threshold=run.null_score_diff_threshold,
         verbose_logging=run.verbose_logging,
     )
+    if run.do_eval:
+        _evaluate(run, predictions, trainer.step)
+    return predictions
+
+
+def _evaluate(run, predictions, step):
+    """Scores predictions.json on the predict file by the official definitions; for SQuAD 2.0
+    also writes the best null-score threshold (`best_null_score_diff_threshold`)."""
+    with tf.io.gfile.GFile(run.predict_file) as f:
+        dataset = json.load(f)["data"]
+    if not any(
+        qa.get("answers") or qa.get("is_impossible") for qa in evaluation.questions(dataset)
+    ):
+        raise ValueError(
+            f"--do_eval: {run.predict_file} has no answers to score against; pass the dev "
+            "set (e.g. dev-v1.1.json) as --predict_file, or drop --do_eval."
+        )
+    out = run.output_dir
+    if not run.version_2_with_negative:
+        results = evaluation.evaluate_v1(dataset, predictions)
+    else:
+        with tf.io.gfile.GFile(os.path.join(out, "null_odds.json")) as f:
+            null_odds = json.load(f)
+        with tf.io.gfile.GFile(os.path.join(out, "nbest_predictions.json")) as f:
+            answers = evaluation.best_non_null_answers(json.load(f))
+        results = evaluation.evaluate_v2(dataset, predictions, null_odds, answers)
+        threshold = results["best_f1_thresh"]
+        write_atomically(os.path.join(out, THRESHOLD_FILE), f"{threshold!r}\n")
+        logging.info(
+            "Best --null_score_diff_threshold on %s: %r (F1 %.2f at it, %.2f at %r); saved in "
+            "%s for export_model.py --task=squad.",
+            run.predict_file,
+            threshold,
+            results["best_f1"],
+            results["f1"],
+            run.null_score_diff_threshold,
+            THRESHOLD_FILE,
+        )
+    write_eval_results(out, {**results, "global_step": step}, title="SQuAD evaluation")
+    return results

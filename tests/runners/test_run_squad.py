@@ -36,6 +36,11 @@ def _run(minilm_tf1, out, *extra):
     return run_in_repo(cmd, timeout=900)
 
 
+def _eval_results(out):
+    lines = (out / "eval_results.txt").read_text().splitlines()
+    return dict(line.split(" = ") for line in lines)
+
+
 def _load(path):
     with open(path) as f:
         return json.load(f)
@@ -90,7 +95,7 @@ def test_fine_tuning_answers_squad_1_1(minilm_tf1, tmp_path):
         minilm_tf1,
         out,
         "--do_train",
-        "--do_predict",
+        "--do_eval",
         f"--train_file={tmp_path / 'train.json'}",
         f"--predict_file={tmp_path / 'dev.json'}",
         "--num_train_epochs=4",
@@ -104,6 +109,12 @@ def test_fine_tuning_answers_squad_1_1(minilm_tf1, tmp_path):
     # tf-models-official's port of the official evaluate-v1.1.py (fractions, not percents).
     scores = squad_evaluate_v1_1.evaluate(dev["data"], predictions)
     assert scores["exact_match"] >= 0.8 and scores["final_f1"] >= 0.8, scores
+    # --do_eval wrote the same scores (in percent, as the official script prints them).
+    results = _eval_results(out)
+    assert float(results["exact_match"]) == pytest.approx(100 * scores["exact_match"], abs=1e-4)
+    assert float(results["f1"]) == pytest.approx(100 * scores["final_f1"], abs=1e-4)
+    assert results["global_step"] == "150"
+    assert not (out / "best_null_score_diff_threshold").exists()
     nbest = _load(out / "nbest_predictions.json")
     assert list(nbest) == qids
     first = nbest[qids[0]]
@@ -126,7 +137,7 @@ def test_squad_2_0_null_odds_and_threshold(minilm_tf1, tmp_path):
         minilm_tf1,
         out,
         "--do_train",
-        "--do_predict",
+        "--do_eval",
         "--num_train_epochs=4",
         "--learning_rate=5e-5",
         *common,
@@ -140,15 +151,27 @@ def test_squad_2_0_null_odds_and_threshold(minilm_tf1, tmp_path):
     assert scores["HasAns_f1"] >= 80, dict(scores)
     assert "NoAns_f1" in scores
 
-    # The original's threshold tuning: predict again from the trained checkpoint with another
-    # --null_score_diff_threshold. "" exactly where null score - best non-null > threshold.
-    threshold = float(np.median(list(null_odds.values())))
+    # --do_eval: the official scores, and the best threshold of the official search run on
+    # each question's best non-null answer (so every threshold is tried with its answer).
+    results = _eval_results(out)
+    for key in ("exact", "f1", "HasAns_f1", "NoAns_f1"):
+        assert float(results[key]) == pytest.approx(scores[key], abs=1e-4), key
+    nbest = _load(out / "nbest_predictions.json")
+    non_null = {q: next((e["text"] for e in n if e["text"]), "") for q, n in nbest.items()}
+    search = squad_evaluate_v2_0.evaluate(dev["data"], non_null, null_odds)
+    threshold = float((out / "best_null_score_diff_threshold").read_text())
+    assert threshold == search["final_f1_thresh"]
+    assert float(results["best_f1"]) == pytest.approx(search["final_f1"], abs=1e-4)
+
+    # The original's threshold tuning: predict again from the trained checkpoint with the
+    # threshold found. "" exactly where null score - best non-null > threshold, and the
+    # predictions reach the best F1 the search promised.
     again = _run(
         minilm_tf1,
         out,
         "--do_train=false",
         "--do_predict",
-        f"--null_score_diff_threshold={threshold}",
+        f"--null_score_diff_threshold={threshold!r}",
         *common,
     )
     assert again.returncode == 0, again.stderr[-3000:]
@@ -159,9 +182,9 @@ def test_squad_2_0_null_odds_and_threshold(minilm_tf1, tmp_path):
         if odds > threshold + 1e-4:
             assert tuned[qid] == "", qid
         elif odds < threshold - 1e-4:
-            assert tuned[qid] == predictions[qid] or predictions[qid] == "", qid
-            assert tuned[qid] != ""
-    assert 0 < sum(text == "" for text in tuned.values()) < len(tuned)
+            assert tuned[qid] == non_null[qid], qid
+    rescored = squad_evaluate_v2_0.evaluate(dev["data"], tuned)
+    assert rescored["f1"] == pytest.approx(search["final_f1"], abs=1e-4)
 
 
 @pytest.mark.parametrize(
