@@ -258,29 +258,16 @@ class FastFullTokenizer(tf.Module):
         )
 
     def tokenize_words(self, text_input):
-        """Tokenizes a batch of strings, keeping the basic tokens (words) apart.
-
-        The basic tokens are `BasicTokenizer`'s (whitespace split, then punctuation and CJK
-        characters on their own); their pieces concatenated are `tokenize`'s ids.
-
-        Args:
-          text_input: string tensor [B].
-
-        Returns:
-          int64 RaggedTensor [B, (words), (pieces)].
-        """
+        """As `tokenize` for strings [B], but int64 [B, (words), (pieces)]: the pieces of each
+        basic token (`BasicTokenizer`'s words: whitespace, punctuation and CJK split)."""
         pieces, first_tokens = self._pieces_per_token(tf.convert_to_tensor(text_input, tf.string))
         return tf.RaggedTensor.from_row_splits(
             pieces, tf.cast(first_tokens, pieces.row_splits.dtype), validate=False
         )
 
     def _pieces_per_token(self, text_input):
-        """WordPiece ids per basic token, and the first token of each row.
-
-        Returns:
-          (int64 RaggedTensor [T, (pieces)] over all T basic tokens of the batch, int64 [B + 1]
-          row splits of the tokens per input row).
-        """
+        """(int64 ragged [T, (pieces)] over the batch's T basic tokens, int64 [B + 1] splits of
+        the tokens per row)."""
         if text_input.shape.rank != 1:
             raise ValueError(
                 f"FastFullTokenizer.tokenize expects a string tensor [batch] or a scalar, got "

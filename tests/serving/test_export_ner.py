@@ -22,8 +22,9 @@ _EXTRA = (
 )
 
 
-def _sentences(path):
-    """Words of each sentence of a CoNLL file (documents' -DOCSTART- lines skipped)."""
+def _sentences(path, column=0):
+    """One column (0: the words; -1: the appended predicted tags) of each sentence of a CoNLL
+    file, -DOCSTART- lines skipped."""
     sentences, current = [], []
     for line in open(path, encoding="utf-8").read().split("\n"):
         if not line.strip() or line.startswith("-DOCSTART-"):
@@ -31,20 +32,8 @@ def _sentences(path):
                 sentences.append(current)
             current = []
         else:
-            current.append(line.split(" ")[0])
+            current.append(line.split(" ")[column])
     return sentences + ([current] if current else [])
-
-
-def _predicted_tags(path):
-    tags, current = [], []
-    for line in open(path, encoding="utf-8").read().split("\n"):
-        if not line.strip() or line.startswith("-DOCSTART-"):
-            if current:
-                tags.append(current)
-            current = []
-        else:
-            current.append(line.split(" ")[-1])
-    return tags + ([current] if current else [])
 
 
 _LABELS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
@@ -128,7 +117,7 @@ OUTPUTS = {
 
 def test_tags_equal_test_predictions(ner_run, tmp_path):
     sentences = _sentences(ner_run["data"] / "test.txt")
-    expected = _predicted_tags(ner_run["out"] / "test_predictions.txt")
+    expected = _sentences(ner_run["out"] / "test_predictions.txt", column=-1)
     assert [len(s) for s in sentences] == [len(t) for t in expected]
     assert len({t for row in expected for t in row}) > 1, "a model that tags one class"
     # Tabs and repeated spaces separate words as the CoNLL reader's columns do.
