@@ -30,9 +30,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_enum(
     "task",
     None,
-    ["classifier", "ner", "encoder", "pretraining"],
-    "What to export: a fine-tuned classifier or NER tagger (text in), the TF Hub encoder, or the "
-    "pre-training model (ids in, MLM and NSP logits out).",
+    ["classifier", "ner", "squad", "encoder", "pretraining"],
+    "What to export: a fine-tuned classifier, NER tagger or SQuAD model (text in, answer out), "
+    "the TF Hub encoder, or the pre-training model (ids in, MLM and NSP logits out).",
 )
 flags.DEFINE_string("task_name", None, "--task=classifier: the GLUE/XNLI task (e.g. MRPC).")
 flags.DEFINE_string("checkpoint", None, "An output_dir (its latest checkpoint) or a prefix.")
@@ -43,7 +43,9 @@ flags.DEFINE_bool(
     None,
     "As for training: default true, but false for --task=ner (run_ner's default, cased models).",
 )
-flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the text-in exports.")
+flags.DEFINE_integer(
+    "max_seq_length", None, "As for training (default: the runner's, 384 for squad, else 128)."
+)
 flags.DEFINE_string("export_dir", None, "Where the SavedModel goes.")
 flags.DEFINE_string(
     "preprocessor_export_dir",
@@ -53,7 +55,19 @@ flags.DEFINE_string(
 flags.DEFINE_string(
     "label_file", None, "--task=ner: the run's labels.txt (default: beside the checkpoint)."
 )
-flags.DEFINE_integer("doc_stride", 64, "--task=ner: as for run_ner.py.")
+flags.DEFINE_integer(
+    "doc_stride", None, "--task=ner/squad: as for the runner (default: its own, 64 / 128)."
+)
+flags.DEFINE_integer("max_query_length", 64, "--task=squad: as for run_squad.py.")
+flags.DEFINE_integer("n_best_size", 20, "--task=squad: as for run_squad.py.")
+flags.DEFINE_integer("max_answer_length", 30, "--task=squad: as for run_squad.py.")
+flags.DEFINE_bool("version_2_with_negative", False, "--task=squad: a SQuAD 2.0 model.")
+flags.DEFINE_float(
+    "null_score_diff_threshold",
+    None,
+    "--task=squad, SQuAD 2.0: the null threshold; default: the best_null_score_diff_threshold "
+    "that run_squad.py --do_eval wrote beside the checkpoint.",
+)
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
 
 
@@ -63,7 +77,14 @@ def main(_):
     lower_case = FLAGS.do_lower_case
     if lower_case is None:
         lower_case = FLAGS.task != "ner"
-    export_model(settings_from_flags(ExportRun, FLAGS, do_lower_case=lower_case), bert_config)
+    task = FLAGS.task
+    defaults = {
+        "max_seq_length": 384 if task == "squad" else 128,
+        "doc_stride": 128 if task == "squad" else 64,
+    }
+    given = {k: FLAGS[k].value if FLAGS[k].value is not None else v for k, v in defaults.items()}
+    run = settings_from_flags(ExportRun, FLAGS, do_lower_case=lower_case, **given)
+    export_model(run, bert_config)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ from modeling import tf1_checkpoint
 from serving.classifier import ClassifierExport
 from serving.ner import NerExport
 from serving.pretraining import PretrainingExport
+from serving.squad import SquadExport
 from serving.tfhub import build_encoder, build_preprocessor
-from training.tasks import ClassifierTask, NerTask, PretrainingTask
+from training.squad_run import THRESHOLD_FILE
+from training.tasks import ClassifierTask, NerTask, PretrainingTask, SquadTask
 
 # Which runner writes checkpoints that each export reads, for error messages.
 _TRAINED_BY = {
@@ -23,6 +25,7 @@ _TRAINED_BY = {
     "encoder": "Google's bert_model.ckpt, run_pretraining.py or any fine-tuning run",
     "pretraining": "Google's bert_model.ckpt or run_pretraining.py",
     "ner": "run_ner.py (an output_dir of a fine-tuning run)",
+    "squad": "run_squad.py (an output_dir of a fine-tuning run)",
 }
 
 
@@ -41,6 +44,11 @@ class ExportRun:
     preprocessor_export_dir: str | None = None
     label_file: str | None = None
     doc_stride: int = 64
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    version_2_with_negative: bool = False
+    null_score_diff_threshold: float | None = None
 
 
 def _check_vocab(vocab_file, vocab_size):
@@ -102,6 +110,42 @@ def _ner(run, bert_config, prefix):
     return export, export.signatures()
 
 
+def _null_threshold(run, prefix):
+    if run.null_score_diff_threshold is not None:
+        return run.null_score_diff_threshold
+    path = os.path.join(os.path.dirname(prefix), THRESHOLD_FILE)
+    if not tf.io.gfile.exists(path):
+        raise ValueError(
+            f"A SQuAD 2.0 export needs its null threshold, and {path} does not exist: run "
+            "run_squad.py --do_eval --version_2_with_negative on the dev set with the same "
+            "--output_dir (it writes the best threshold there), or pass "
+            "--null_score_diff_threshold."
+        )
+    with tf.io.gfile.GFile(path) as f:
+        return float(f.read())
+
+
+def _squad(run, bert_config, prefix):
+    threshold = _null_threshold(run, prefix) if run.version_2_with_negative else 0.0
+    task = SquadTask(bert_config)
+    task.build_model()
+    _load(run.task, task.variable_map(), prefix)
+    logging.info("SQuAD export: null threshold %r", threshold)
+    export = SquadExport(
+        task.model,
+        run.vocab_file,
+        run.do_lower_case,
+        run.max_seq_length,
+        run.doc_stride,
+        run.max_query_length,
+        run.n_best_size,
+        run.max_answer_length,
+        run.version_2_with_negative,
+        threshold,
+    )
+    return export, export.signatures()
+
+
 def _encoder(run, bert_config, prefix):
     # The `mlm` sub-object comes with the checkpoint's masked-LM head, when it has one (Google's
     # bert_model.ckpt and run_pretraining's checkpoints do; fine-tuned ones do not).
@@ -159,6 +203,8 @@ def export_model(run, bert_config):
         root, signatures = _classifier(run, bert_config, prefix)
     elif run.task == "ner":
         root, signatures = _ner(run, bert_config, prefix)
+    elif run.task == "squad":
+        root, signatures = _squad(run, bert_config, prefix)
     elif run.task == "encoder":
         root, signatures = _encoder(run, bert_config, prefix)
     elif run.task == "pretraining":

@@ -268,6 +268,15 @@ class FastFullTokenizer(tf.Module):
     def _pieces_per_token(self, text_input):
         """(int64 ragged [T, (pieces)] over the batch's T basic tokens, int64 [B + 1] splits of
         the tokens per row)."""
+        tokens, first_tokens = self.basic_tokens(text_input)
+        words = tf.strings.unicode_encode(tokens, "UTF-8")
+        # The vocabulary holds `unk_token` itself, so WordPiece maps it to its id.
+        words = tf.where(tokens.row_lengths() > self._max_chars, self._unk_token, words)
+        return self._wordpiece.tokenize(words), first_tokens
+
+    def basic_tokens(self, text_input):
+        """`BasicTokenizer.tokenize` of strings [B]: (int32 ragged [T, (code points)] of the
+        batch's T tokens, int64 [B + 1] splits of the tokens per row)."""
         if text_input.shape.rank != 1:
             raise ValueError(
                 f"FastFullTokenizer.tokenize expects a string tensor [batch] or a scalar, got "
@@ -312,12 +321,7 @@ class FastFullTokenizer(tf.Module):
         tokens = tf.RaggedTensor.from_value_rowids(
             cps, token_ids, nrows=tf.reduce_sum(tf.cast(token_start, tf.int64))
         )
-        words = tf.strings.unicode_encode(tokens, "UTF-8")
-        # The vocabulary holds `unk_token` itself, so WordPiece maps it to its id.
-        words = tf.where(tokens.row_lengths() > self._max_chars, self._unk_token, words)
-        pieces = self._wordpiece.tokenize(words)
-        first_tokens = tf.searchsorted(token_rows, tf.range(num_rows + 1), side="left")
-        return pieces, first_tokens
+        return tokens, tf.searchsorted(token_rows, tf.range(num_rows + 1), side="left")
 
     def _lower_and_strip_accents(self, cps, bits, word_ids):
         """`str.lower()`, NFD and removal of `Mn` marks, word by word.

@@ -1,0 +1,316 @@
+"""The text-in SQuAD SavedModel: a question and its context in, the answer out.
+
+`serving_default` takes `question` and `context` (string `[B]`) and runs run_squad.py's whole
+path in the graph: the context split into words on whitespace (the original's rule), each word
+tokenized (`FastFullTokenizer`, ids identical to `FullTokenizer`), the question cut to
+`max_query_length` pieces, the context cut into windows `doc_stride` pieces apart, the model on
+every window, then the original's answer selection: the `n_best_size` best start and end
+logits of each window paired into valid spans (context tokens only, start in its max-context
+window, at most `max_answer_length` pieces), the best sum of logits wins, and its text is
+recovered from the context's own characters (`get_final_text`). Outputs:
+
+* `answer` string `[B]` (SQuAD 2.0: "" for no answer), `start_char` / `end_char` int32 `[B]`
+  (the answer's first character and one past its last in `context`; -1 without answer),
+  `score` float32 `[B]` (the best span's start + end logit);
+* SQuAD 2.0 also `no_answer_probability` float32 `[B]`: the two-way softmax of the null score
+  against the best span's score (the sigmoid of null_odds.json's value). The answer is "" when
+  that difference exceeds the null threshold built into the model.
+
+`serve_examples` takes serialized `tf.Example`s with run_squad's record features and returns
+`start_logits` and `end_logits` `[B, S]` per window.
+"""
+
+import tensorflow as tf
+import tensorflow_text as text
+
+from data.squad.records import squad_feature_spec
+from data.tokenization.fast_tokenizer import FastFullTokenizer
+
+# The original's whitespace for splitting the context (run_squad's is_whitespace).
+_WHITESPACE = "[ \t\r\n\u202f]+"
+_SPACE = 32
+
+
+def _first_max(values, axis=1):
+    """Index of the first maximum along `axis` (ties: the lowest index, as a stable sort)."""
+    best = tf.reduce_max(values, axis=axis, keepdims=True)
+    index = tf.range(tf.shape(values, out_type=tf.int64)[axis])
+    return tf.reduce_min(tf.where(values == best, index, tf.int64.max), axis=axis)
+
+
+class SquadExport(tf.Module):
+    """A fine-tuned `BertSpanModel` with tokenization, windows and answer selection.
+
+    Args:
+        model: the `BertSpanModel`, weights loaded.
+        vocab_file: its vocabulary (stored as an asset).
+        do_lower_case, max_seq_length, doc_stride, max_query_length, n_best_size,
+            max_answer_length, version_2_with_negative: as for run_squad.py.
+        null_score_diff_threshold: SQuAD 2.0: "" when null score - best span score exceeds it.
+    """
+
+    def __init__(
+        self,
+        model,
+        vocab_file,
+        do_lower_case,
+        max_seq_length,
+        doc_stride,
+        max_query_length,
+        n_best_size,
+        max_answer_length,
+        version_2_with_negative,
+        null_score_diff_threshold=0.0,
+    ):
+        super().__init__(name="text_squad")
+        self.model = model
+        self.tokenizer = FastFullTokenizer(vocab_file, do_lower_case=do_lower_case)
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False)
+        vocab = self.tokenizer.vocab
+        self._cls, self._sep = vocab["[CLS]"], vocab["[SEP]"]
+        tokens = [""] * (max(vocab.values()) + 1)
+        for token, index in vocab.items():
+            tokens[index] = token
+        self._tokens = tf.constant(tokens)
+        self.max_seq_length = max_seq_length
+        self.doc_stride = doc_stride
+        self.max_query_length = max_query_length
+        self.n_best_size = n_best_size
+        self.max_answer_length = max_answer_length
+        self.version_2_with_negative = version_2_with_negative
+        self.null_score_diff_threshold = tf.Variable(
+            float(null_score_diff_threshold), trainable=False, dtype=tf.float64
+        )
+
+    # ----- windows ----------------------------------------------------------------------
+
+    def _windows(self, doc_length, query_length):
+        """Starts and lengths of the context windows of each example: ragged [B, (k)]."""
+        room = self.max_seq_length - query_length - 3
+        stride = tf.minimum(tf.cast(self.doc_stride, tf.int64), room)
+        extra = (tf.maximum(doc_length - room, 0) + stride - 1) // stride
+        count = tf.where(doc_length > 0, extra + 1, 0)
+        starts = tf.ragged.range(count) * tf.expand_dims(stride, 1)
+        lengths = tf.minimum(tf.expand_dims(doc_length, 1) - starts, tf.expand_dims(room, 1))
+        return starts, lengths
+
+    def _inputs(self, query, doc_pieces, doc_offsets, rows, start, length):
+        """`[CLS] query [SEP] window [SEP]` of every window: int32 [K, S] each."""
+        q_len = tf.gather(query.row_lengths(), rows)[:, None]
+        j = tf.range(self.max_seq_length, dtype=tf.int64)[None, :]
+        in_query = tf.logical_and(j >= 1, j <= q_len)
+        q_index = tf.gather(query.row_starts(), rows)[:, None] + j - 1
+        q_ids = tf.gather(query.values, tf.where(in_query, q_index, 0))
+        d = j - q_len - 2
+        in_doc = tf.logical_and(d >= 0, d < length[:, None])
+        d_index = tf.gather(doc_offsets, rows)[:, None] + start[:, None] + d
+        d_ids = tf.gather(doc_pieces, tf.where(in_doc, d_index, 0))
+        ids = tf.where(in_query, q_ids, tf.where(in_doc, d_ids, 0))
+        ids = tf.where(j == 0, tf.constant(self._cls, tf.int64), ids)
+        is_sep = tf.logical_or(j == q_len + 1, j == q_len + 2 + length[:, None])
+        ids = tf.where(is_sep, tf.constant(self._sep, tf.int64), ids)
+        last = q_len + 2 + length[:, None]
+        return {
+            "input_ids": tf.cast(ids, tf.int32),
+            "input_mask": tf.cast(j <= last, tf.int32),
+            "segment_ids": tf.cast(tf.logical_and(j >= q_len + 2, j <= last), tf.int32),
+        }, q_len[:, 0]
+
+    def _max_context_window(self, doc_length, starts, lengths):
+        """The window (global index) where each piece of each context has the most context."""
+        rows = tf.ragged.range(doc_length).value_rowids()
+        p = tf.expand_dims(tf.ragged.range(doc_length).flat_values, 1)
+        start, length = tf.gather(starts, rows), tf.gather(lengths, rows)
+        inside = tf.logical_and(start <= p, p < start + length)
+        # 100 * min(left, right) + length: 100 times the original's score, in integers.
+        score = 100 * tf.minimum(p - start, start + length - 1 - p) + length
+        none = tf.constant(-1, tf.int64)
+        score = tf.where(inside, score, none).to_tensor(default_value=none)
+        return tf.gather(starts.row_splits, rows) + _first_max(score)
+
+    # ----- answer selection ---------------------------------------------------------------
+
+    def _answer(self, question, context):
+        words, byte_begin, _ = text.regex_split_with_offsets(context, _WHITESPACE)
+        word_pieces = self.tokenizer.tokenize(words.flat_values)
+        doc_length = tf.reduce_sum(
+            tf.RaggedTensor.from_row_splits(word_pieces.row_lengths(), words.row_splits), axis=1
+        )
+        doc_offsets = tf.cumsum(doc_length, exclusive=True)
+        query = self.tokenizer.tokenize(question)[:, : self.max_query_length]
+        starts, lengths = self._windows(doc_length, query.row_lengths())
+        rows, start, length = starts.value_rowids(), starts.flat_values, lengths.flat_values
+        inputs, q_len = self._inputs(
+            query, word_pieces.flat_values, doc_offsets, rows, start, length
+        )
+        # One all-padding window more, so that examples without any window index something.
+        inputs = {k: tf.pad(v, [[0, 1], [0, 0]]) for k, v in inputs.items()}
+        start_logits, end_logits = (
+            tf.cast(x, tf.float64) for x in self.model(inputs, training=False)
+        )
+        num_windows = tf.shape(start, out_type=tf.int64)[0]
+        best_window = self._max_context_window(doc_length, starts, lengths)
+
+        n = min(self.n_best_size, self.max_seq_length)
+        top_s = tf.cast(tf.math.top_k(start_logits[:-1], n).indices, tf.int64)
+        top_e = tf.cast(tf.math.top_k(end_logits[:-1], n).indices, tf.int64)
+        s, e = top_s[:, :, None], top_e[:, None, :]
+        q, ln = q_len[:, None, None], length[:, None, None]
+        ds, de = s - q - 2, e - q - 2
+        valid = (ds >= 0) & (ds < ln) & (de >= 0) & (de < ln) & (e >= s)
+        valid &= e - s + 1 <= self.max_answer_length
+        piece = tf.gather(doc_offsets, rows)[:, None, None] + start[:, None, None] + ds
+        piece = tf.where(valid, piece, 0)
+        window_index = tf.range(num_windows)[:, None, None]
+        valid &= tf.gather(best_window, piece) == window_index
+        score = (
+            tf.gather(start_logits[:-1], s[:, :, 0], batch_dims=1)[:, :, None]
+            + tf.gather(end_logits[:-1], e[:, 0, :], batch_dims=1)[:, None, :]
+        )
+        score = tf.where(valid, score, -float("inf"))
+        # Candidates in the original's order: window, start rank, end rank; the first best wins.
+        per_example = tf.RaggedTensor.from_row_lengths(
+            tf.reshape(score, [-1]), starts.row_lengths() * n * n
+        ).to_tensor(default_value=-float("inf"))
+        flat = _first_max(per_example)
+        best_score = tf.reduce_max(per_example, axis=1)
+        has_span = best_score > -float("inf")
+        # Examples without a valid span point at one more (zero) row of each table.
+        window = tf.where(has_span, starts.row_starts() + flat // (n * n), num_windows)
+        pad = tf.zeros([1, n], tf.int64)
+        best_s = tf.gather_nd(tf.concat([top_s, pad], 0), tf.stack([window, (flat // n) % n], 1))
+        best_e = tf.gather_nd(tf.concat([top_e, pad], 0), tf.stack([window, flat % n], 1))
+        window_start = tf.gather(tf.concat([start, [0]], 0), window)
+        window_query = tf.gather(tf.concat([q_len, [0]], 0), window)
+        first = doc_offsets + window_start + best_s - window_query - 2
+        last = first + best_e - best_s
+        answer, start_char, end_char = self._span_text(
+            context, words, byte_begin, word_pieces, first, last, has_span
+        )
+        outputs = {"score": tf.cast(tf.where(has_span, best_score, 0.0), tf.float32)}
+        if not self.version_2_with_negative:
+            answer = tf.where(has_span, answer, "empty")
+        else:
+            null = tf.RaggedTensor.from_row_lengths(
+                start_logits[:-1, 0] + end_logits[:-1, 0], starts.row_lengths()
+            )
+            score_null = tf.reduce_min(null, axis=1)
+            diff = score_null - tf.where(has_span, best_score, 0.0)
+            no_answer = tf.logical_or(diff > self.null_score_diff_threshold, ~has_span)
+            answer = tf.where(no_answer, "", answer)
+            start_char = tf.where(no_answer, -1, start_char)
+            end_char = tf.where(no_answer, -1, end_char)
+            outputs["no_answer_probability"] = tf.cast(tf.sigmoid(diff), tf.float32)
+        outputs.update(answer=answer, start_char=start_char, end_char=end_char)
+        return outputs
+
+    def _span_text(self, context, words, byte_begin, word_pieces, first, last, has_span):
+        """The answer of pieces first..last (batch-wide piece indices) in the context's own
+        characters, and its character offsets in `context`."""
+        num_pieces = tf.size(word_pieces.flat_values, tf.int64)
+        first = tf.where(has_span, first, num_pieces)
+        last = tf.where(has_span, last, num_pieces)
+        # A placeholder word and piece at the end, for examples without an answer.
+        all_words = tf.concat([words.flat_values, ["x"]], 0)
+        piece_word = tf.concat([word_pieces.value_rowids(), [tf.size(all_words, tf.int64) - 1]], 0)
+        pieces = tf.concat([word_pieces.flat_values, [0]], 0)
+        first_word, last_word = tf.gather(piece_word, first), tf.gather(piece_word, last)
+        word_span = tf.ragged.range(first_word, last_word + 1)
+        orig_text = tf.strings.reduce_join(tf.gather(all_words, word_span), axis=1, separator=" ")
+        piece_text = tf.strings.reduce_join(
+            tf.gather(self._tokens, tf.gather(pieces, tf.ragged.range(first, last + 1))),
+            axis=1,
+            separator=" ",
+        )
+        # The original glues "##" pieces back, then normalises the spaces.
+        piece_text = tf.strings.regex_replace(piece_text, " ##", "")
+        piece_text = tf.strings.regex_replace(piece_text, "##", "")
+        piece_text = tf.strings.regex_replace(tf.strings.strip(piece_text), " +", " ")
+        answer, begin, end = tf.map_fn(
+            lambda pair: self._final_text(pair[0], pair[1]),
+            (piece_text, orig_text),
+            fn_output_signature=(tf.string, tf.int64, tf.int64),
+        )
+        # Characters: the answer's offsets in orig_text (words joined by one space) mapped to
+        # the words' offsets in the context.
+        word_length = tf.strings.length(tf.gather(all_words, word_span), unit="UTF8_CHAR")
+        word_start = tf.cumsum(tf.cast(word_length, tf.int64) + 1, axis=1, exclusive=True)
+        dense_start = word_start.to_tensor(default_value=tf.int64.max)
+        first_index = tf.searchsorted(dense_start, begin[:, None], side="right", out_type=tf.int64)[:, 0] - 1
+        last_index = tf.searchsorted(dense_start, end[:, None], side="right", out_type=tf.int64)[:, 0] - 1
+        rows = words.value_rowids()
+        context_chars = tf.strings.length(
+            tf.strings.substr(
+                tf.gather(context, rows),
+                tf.zeros_like(byte_begin.flat_values),
+                byte_begin.flat_values,
+            ),
+            unit="UTF8_CHAR",
+        )
+        char_begin = tf.concat([tf.cast(context_chars, tf.int64), [0]], 0)
+
+        def to_context(index, position):
+            word = first_word + index
+            offset = position - tf.gather(dense_start, index, batch_dims=1)
+            return tf.cast(tf.gather(char_begin, word) + offset, tf.int32)
+
+        start_char = to_context(first_index, begin)
+        end_char = to_context(last_index, end) + 1
+        return answer, tf.where(has_span, start_char, -1), tf.where(has_span, end_char, -1)
+
+    def _final_text(self, pred_text, orig_text):
+        """The original's get_final_text for one answer: (text, first and last code point of it
+        in `orig_text`). `pred_text` is found in `orig_text` re-tokenized by BasicTokenizer and
+        mapped back through the non-space characters; on any mismatch the whole `orig_text`."""
+        orig = tf.strings.unicode_decode(orig_text, "UTF-8")
+        tokens, _ = self.tokenizer.basic_tokens(tf.reshape(orig_text, [1]))
+        spaces = tf.RaggedTensor.from_tensor(tf.fill([tokens.nrows(), 1], _SPACE))
+        spaced = tf.concat([tokens, spaces], axis=1).flat_values[:-1]
+        pred = tf.strings.unicode_decode(pred_text, "UTF-8")
+        m, size = tf.size(pred, tf.int64), tf.size(spaced, tf.int64)
+        window = tf.range(tf.maximum(size - m + 1, 0))[:, None] + tf.range(m)[None, :]
+        matches = tf.reduce_all(tf.gather(spaced, window) == pred[None, :], axis=1)
+        found = tf.logical_and(tf.reduce_any(matches), m > 0)
+        positions = tf.range(tf.size(matches, tf.int64))
+        start = tf.reduce_min(tf.where(matches, positions, tf.int64.max))
+        end = start + m - 1
+        orig_non_space = tf.where(orig != _SPACE)[:, 0]
+        tok_non_space = spaced != _SPACE
+        tok_to_non_space = tf.cumsum(tf.cast(tok_non_space, tf.int64)) - 1
+        same_length = tf.size(orig_non_space, tf.int64) == tf.reduce_sum(
+            tf.cast(tok_non_space, tf.int64)
+        )
+
+        def at(values, index):
+            return tf.gather(values, tf.clip_by_value(index, 0, tf.size(values, tf.int64) - 1))
+
+        ok = found & same_length & at(tok_non_space, start) & at(tok_non_space, end)
+        begin = at(orig_non_space, at(tok_to_non_space, start))
+        finish = at(orig_non_space, at(tok_to_non_space, end))
+        begin = tf.where(ok, begin, 0)
+        finish = tf.where(ok, finish, tf.size(orig, tf.int64) - 1)
+        text = tf.strings.unicode_encode(orig[begin : finish + 1], "UTF-8")
+        return text, begin, finish
+
+    def signatures(self):
+        """`{"serving_default": ..., "serve_examples": ...}` concrete functions."""
+        text_spec = tf.TensorSpec([None], tf.string)
+
+        @tf.function(input_signature=[text_spec, text_spec])
+        def serve_text(question, context):
+            return self._answer(question, context)
+
+        spec = squad_feature_spec(self.max_seq_length, is_training=False)
+        spec = {k: spec[k] for k in ("input_ids", "input_mask", "segment_ids")}
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        def serve_examples(examples):
+            parsed = tf.io.parse_example(examples, spec)
+            start_logits, end_logits = self.model(
+                {k: tf.cast(v, tf.int32) for k, v in parsed.items()}, training=False
+            )
+            return {"start_logits": start_logits, "end_logits": end_logits}
+
+        self.serve_text, self.serve_examples = serve_text, serve_examples
+        return {"serving_default": serve_text, "serve_examples": serve_examples}
