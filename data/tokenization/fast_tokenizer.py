@@ -227,9 +227,8 @@ class FastFullTokenizer(tf.Module):
                     "this vocabulary."
                 )
             tokens[index] = token
-        # A duplicated vocabulary line leaves its first id unused. Fillers
-        # start with a space, which neither stripped vocabulary lines nor
-        # words contain, so they never match.
+        # A duplicated vocabulary line leaves its first id unused. Fillers start with a
+        # space, which neither stripped vocabulary lines nor words contain: never matched.
         return [f" unused id {i}" if t is None else t for i, t in enumerate(tokens)]
 
     def _classes(self, cps):

@@ -2,6 +2,8 @@
 has (tensorflow, tensorflow_text and, for the TF Hub checks, tensorflow_hub and Model Garden)."""
 
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -49,3 +51,22 @@ def run_fresh(tmp_path, name, body, inputs):
     )
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(out_path.read_text())
+
+
+def saved_model_cli_signatures(export_dir):
+    """`saved_model_cli show --all` parsed: signature name -> ({input: dtype}, {output: dtype})."""
+    shown = subprocess.run(
+        ["saved_model_cli", "show", "--dir", str(export_dir), "--all"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    signatures = {}
+    for block in re.split(r"\nsignature_def\['", shown.stdout)[1:]:
+        name = block.split("'", 1)[0]
+        inputs = re.findall(r"inputs\['(\w+)'\] tensor_info:\s+dtype: (\w+)", block)
+        outputs = re.findall(r"outputs\['(\w+)'\] tensor_info:\s+dtype: (\w+)", block)
+        signatures[name] = (dict(inputs), dict(outputs))
+    return signatures

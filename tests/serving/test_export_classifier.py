@@ -3,8 +3,6 @@ and tensorflow_text exist, answers as run_classifier.py's test_results.tsv."""
 
 import csv
 import os
-import re
-import subprocess
 import sys
 
 import numpy as np
@@ -12,7 +10,7 @@ import pytest
 
 from tests.helpers.glue_tasks import write_mrpc
 from tests.helpers.scripts import REPO, run_in_repo
-from tests.serving.fresh_process import run_fresh
+from tests.serving.fresh_process import run_fresh, saved_model_cli_signatures
 
 # Test pairs beyond the generated ones: case, accents, punctuation, CJK, and pairs far longer
 # than --max_seq_length=24, so truncation decides the answer.
@@ -131,20 +129,7 @@ def test_text_in_answers_as_test_results(mrpc_run, tmp_path):
 
 
 def test_saved_model_cli_lists_the_signatures(mrpc_run):
-    shown = subprocess.run(
-        ["saved_model_cli", "show", "--dir", str(mrpc_run["export"]), "--all"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
-    assert shown.returncode == 0, shown.stderr[-2000:]
-    signatures = {}
-    for block in re.split(r"\nsignature_def\['", shown.stdout)[1:]:
-        name = block.split("'", 1)[0]
-        inputs = re.findall(r"inputs\['(\w+)'\] tensor_info:\s+dtype: (\w+)", block)
-        outputs = re.findall(r"outputs\['(\w+)'\] tensor_info:\s+dtype: (\w+)", block)
-        signatures[name] = (dict(inputs), dict(outputs))
+    signatures = saved_model_cli_signatures(mrpc_run["export"])
     assert signatures["serving_default"] == (
         {"text_a": "DT_STRING", "text_b": "DT_STRING"},
         {"label": "DT_STRING", "probabilities": "DT_FLOAT"},

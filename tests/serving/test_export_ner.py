@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers.paths import TESTDATA
 from tests.helpers.scripts import REPO, run_in_repo
-from tests.serving.fresh_process import run_fresh
+from tests.serving.fresh_process import run_fresh, saved_model_cli_signatures
 
 CONLL = os.path.join(TESTDATA, "conll2003")
 # A word whose tokenization is empty (a zero-width space), and a sentence far longer than one
@@ -127,3 +127,15 @@ def test_tags_equal_test_predictions(ner_run, tmp_path):
     assert got["words"] == sentences
     assert got["tags"] == expected
     assert got["ragged_words"] == sentences and got["ragged_tags"] == expected
+
+
+def test_saved_model_cli_lists_the_signatures(ner_run):
+    signatures = saved_model_cli_signatures(ner_run["export"])
+    assert signatures["serving_default"] == (
+        {"text": "DT_STRING"},
+        {"words": "DT_STRING", "tags": "DT_STRING", "num_words": "DT_INT32"},
+    )
+    assert signatures["serve_examples"] == (
+        {"examples": "DT_STRING"},
+        {"tag_ids": "DT_INT32", "tags": "DT_STRING"},
+    )

@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers.scripts import REPO, run_in_repo
 from tests.helpers.squad_tasks import write_squad
-from tests.serving.fresh_process import run_fresh
+from tests.serving.fresh_process import run_fresh, saved_model_cli_signatures
 
 # Contexts that exercise the answer text: case, accents, punctuation glued to words, a word the
 # tokenizer splits, runs of spaces, tabs and newlines between words.
@@ -151,6 +151,16 @@ def test_squad_1_1_answers_equal_predictions_json(minilm_tf1, span_checkpoint, t
     assert got["answer"] == [expected[qid] for qid, _, _ in examples]
     assert "no_answer_probability" not in got
     _check_offsets(got, examples)
+    signatures = saved_model_cli_signatures(tmp_path / "export")
+    outputs = {"answer": "DT_STRING", "start_char": "DT_INT32", "end_char": "DT_INT32"}
+    assert signatures["serving_default"] == (
+        {"question": "DT_STRING", "context": "DT_STRING"},
+        {**outputs, "score": "DT_FLOAT"},
+    )
+    assert signatures["serve_examples"] == (
+        {"examples": "DT_STRING"},
+        {"start_logits": "DT_FLOAT", "end_logits": "DT_FLOAT"},
+    )
 
 
 def test_squad_2_0_answers_and_null_threshold(minilm_tf1, span_checkpoint, tmp_path):
