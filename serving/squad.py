@@ -237,8 +237,12 @@ class SquadExport(tf.Module):
         word_length = tf.strings.length(tf.gather(all_words, word_span), unit="UTF8_CHAR")
         word_start = tf.cumsum(tf.cast(word_length, tf.int64) + 1, axis=1, exclusive=True)
         dense_start = word_start.to_tensor(default_value=tf.int64.max)
-        first_index = tf.searchsorted(dense_start, begin[:, None], side="right", out_type=tf.int64)[:, 0] - 1
-        last_index = tf.searchsorted(dense_start, end[:, None], side="right", out_type=tf.int64)[:, 0] - 1
+        first_index = (
+            tf.searchsorted(dense_start, begin[:, None], side="right", out_type=tf.int64)[:, 0] - 1
+        )
+        last_index = (
+            tf.searchsorted(dense_start, end[:, None], side="right", out_type=tf.int64)[:, 0] - 1
+        )
         rows = words.value_rowids()
         context_chars = tf.strings.length(
             tf.strings.substr(
