@@ -3,6 +3,7 @@
 import dataclasses
 import os
 
+import keras
 import tensorflow as tf
 from absl import logging
 
@@ -198,6 +199,17 @@ def export_model(run, bert_config):
             )
     _check_vocab(run.vocab_file, bert_config.vocab_size)
     prefix = tf1_checkpoint.resolve_checkpoint_path(run.checkpoint)
+    # Exports are float32 whatever policy a training run in this process left behind.
+    previous_policy = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("float32")
+    try:
+        _export(run, bert_config, prefix)
+    finally:
+        keras.mixed_precision.set_global_policy(previous_policy)
+    return run.export_dir
+
+
+def _export(run, bert_config, prefix):
     logging.info("Exporting --task=%s from %s", run.task, prefix)
     if run.task == "classifier":
         root, signatures = _classifier(run, bert_config, prefix)
@@ -211,8 +223,9 @@ def export_model(run, bert_config):
         root, signatures = _pretraining(run, bert_config, prefix)
     else:
         raise ValueError(f"Unknown --task={run.task}.")
-    parent = os.path.dirname(os.path.abspath(run.export_dir))
-    tf.io.gfile.makedirs(parent)
+    parent = os.path.dirname(run.export_dir.rstrip("/"))
+    if parent:
+        tf.io.gfile.makedirs(parent)
     with atomic_directory(run.export_dir, overwrite=run.overwrite) as temp:
         tf.saved_model.save(root, temp, signatures=signatures)
     logging.info("Wrote %s", run.export_dir)
@@ -225,7 +238,6 @@ def export_model(run, bert_config):
             run.overwrite,
         )
         logging.info("Wrote the matching preprocessor to %s", run.preprocessor_export_dir)
-    return run.export_dir
 
 
 def export_preprocessor(vocab_file, do_lower_case, max_seq_length, export_dir, overwrite):

@@ -70,3 +70,17 @@ def saved_model_cli_signatures(export_dir):
         outputs = re.findall(r"outputs\['(\w+)'\] tensor_info:\s+dtype: (\w+)", block)
         signatures[name] = (dict(inputs), dict(outputs))
     return signatures
+
+
+def export_here(bert_config_file, **settings):
+    """export_model.py's job run in this process (what the runner does after parsing flags),
+    for tests about the export rather than its command line; `settings` are `ExportRun` fields
+    (`do_lower_case` defaults to true)."""
+    from modeling.config import BertConfig
+    from training.export_run import ExportRun, export_model
+
+    settings = {
+        "do_lower_case": True,
+        **{k: str(v) if hasattr(v, "parts") else v for k, v in settings.items()},
+    }
+    return export_model(ExportRun(**settings), BertConfig.from_json_file(str(bert_config_file)))

@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers.glue_tasks import write_mrpc
 from tests.helpers.scripts import REPO, run_in_repo
-from tests.serving.fresh_process import run_fresh, saved_model_cli_signatures
+from tests.serving.fresh_process import export_here, run_fresh, saved_model_cli_signatures
 
 # Test pairs beyond the generated ones: case, accents, punctuation, CJK, and pairs far longer
 # than --max_seq_length=24, so truncation decides the answer.
@@ -164,14 +164,22 @@ def test_refuses_an_existing_export_dir(mrpc_run, minilm_tf1):
     ],
 )
 def test_refuses_a_checkpoint_of_another_task(mrpc_run, minilm_tf1, tmp_path, extra, message):
-    checkpoint = mrpc_run["out"]
+    checkpoint = str(mrpc_run["out"])
+    task_name = extra[0].split("=")[1] if extra else None
     if "use_pretrained" in extra:
-        extra = [e for e in extra if e != "use_pretrained"]
-        checkpoint = minilm_tf1 / "bert_model.ckpt"
+        checkpoint = str(minilm_tf1 / "bert_model.ckpt")
     export_dir = tmp_path / "export"
-    result = _export(minilm_tf1, checkpoint, export_dir, "--task=classifier", *extra)
-    assert result.returncode != 0
-    assert message in result.stderr, result.stderr[-2000:]
+    with pytest.raises(ValueError) as raised:
+        export_here(
+            minilm_tf1 / "bert_config.json",
+            task="classifier",
+            task_name=task_name,
+            checkpoint=checkpoint,
+            vocab_file=minilm_tf1 / "vocab.txt",
+            max_seq_length=24,
+            export_dir=export_dir,
+        )
+    assert message in str(raised.value)
     assert not export_dir.exists() and os.listdir(tmp_path) == []
 
 
@@ -211,20 +219,15 @@ def test_single_sentence_and_regression_tasks(minilm_tf1, tmp_path, task_name):
     )
     write_tiny_config(tmp_path / "bert_config.json", vocab_size=30522)
     vocab = str(minilm_tf1 / "vocab.txt")
-    result = run_in_repo(
-        [
-            sys.executable,
-            os.path.join(REPO, "export_model.py"),
-            "--task=classifier",
-            f"--task_name={task_name}",
-            f"--checkpoint={ckpt}",
-            f"--bert_config_file={tmp_path / 'bert_config.json'}",
-            f"--vocab_file={vocab}",
-            "--max_seq_length=16",
-            f"--export_dir={tmp_path / 'export'}",
-        ]
+    export_here(
+        tmp_path / "bert_config.json",
+        task="classifier",
+        task_name=task_name,
+        checkpoint=ckpt,
+        vocab_file=vocab,
+        max_seq_length=16,
+        export_dir=tmp_path / "export",
     )
-    assert result.returncode == 0, result.stderr[-3000:]
     pairs = [*(_HARD_PAIRS), ("the movie was great .", "a great film")]
     texts = {"text_a": [a for a, _ in pairs]}
     if processor.has_text_b:
