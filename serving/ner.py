@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from data.ner.records import ner_feature_spec
 from data.tokenization.fast_tokenizer import FastFullTokenizer
+from serving.windows import max_context_windows, sliding_windows
 
 _INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -47,10 +48,8 @@ class NerExport(tf.Module):
         vocab = self.tokenizer.vocab
         self._cls, self._sep, self._unk = (vocab[t] for t in ("[CLS]", "[SEP]", "[UNK]"))
         self.max_seq_length = max_seq_length
-        # Windows of a long sentence are all `room` long but the last, so they start
-        # min(doc_stride, room) apart (data.windows.sliding_windows).
         self._room = max_seq_length - 2
-        self._stride = min(doc_stride, self._room)
+        self._stride = doc_stride
         self._labels = tf.constant(list(labels))
         self.tag = tf.function(self._tag, input_signature=[tf.TensorSpec([None], tf.string)])
 
@@ -66,15 +65,6 @@ class NerExport(tf.Module):
             tf.fill([tf.reduce_sum(empty)], tf.constant(self._unk, tf.int64)), empty
         )
         return tf.concat([pieces, unk], axis=1)
-
-    def _windows(self, num_pieces):
-        """Window starts and lengths per text: ragged [B, (k)] each (no window for no piece)."""
-        room, stride = self._room, self._stride
-        extra = (tf.maximum(num_pieces - room, 0) + stride - 1) // stride
-        count = tf.where(num_pieces > 0, extra + 1, 0)
-        starts = tf.ragged.range(count) * stride
-        lengths = tf.minimum(tf.expand_dims(num_pieces, 1) - starts, room)
-        return starts, lengths
 
     def _window_inputs(self, pieces, piece_offsets, starts, lengths):
         """The model inputs of every window: int32 [K, S] each."""
@@ -109,23 +99,11 @@ class NerExport(tf.Module):
         text_offsets = tf.cumsum(text_lengths, exclusive=True)
         # Each word's first piece, counted within its text.
         first = tf.cumsum(word_lengths, exclusive=True) - tf.gather(text_offsets, word_rows)
-        starts, lengths = self._windows(text_lengths)
+        starts, lengths = sliding_windows(text_lengths, self._room, self._stride)
         inputs = self._window_inputs(word_pieces.flat_values, text_offsets, starts, lengths)
         window_tags = tf.argmax(self.model(inputs, training=False), -1, output_type=tf.int32)
 
-        # The max-context rule in integers: 100 * min(left, right context) + window length is
-        # 100 times data.windows' score, so the same window wins (the first of equal ones).
-        start = tf.gather(starts, word_rows)
-        length = tf.gather(lengths, word_rows)
-        p = tf.expand_dims(first, 1)
-        inside = tf.logical_and(start <= p, p < start + length)
-        context = tf.minimum(p - start, start + length - 1 - p)
-        none = tf.constant(-1, tf.int64)
-        score = tf.where(inside, 100 * context + length, none).to_tensor(default_value=none)
-        best = tf.reduce_max(score, axis=1, keepdims=True)
-        column = tf.range(tf.shape(score, out_type=tf.int64)[1])[None, :]
-        chosen = tf.reduce_min(tf.where(score == best, column, tf.int64.max), axis=1)
-        window = tf.gather(starts.row_splits, word_rows) + chosen
+        window = max_context_windows(first, word_rows, starts, lengths)
         position = 1 + first - tf.gather(starts.flat_values, window)
         tag_ids = tf.gather_nd(window_tags, tf.stack([window, position], axis=1))
         tags = tf.gather(self._labels, tag_ids)

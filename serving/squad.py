@@ -25,17 +25,11 @@ import tensorflow_text as text
 
 from data.squad.records import squad_feature_spec
 from data.tokenization.fast_tokenizer import FastFullTokenizer
+from serving.windows import first_max, max_context_windows, sliding_windows
 
 # The original's whitespace for splitting the context (run_squad's is_whitespace).
 _WHITESPACE = "[ \t\r\n\u202f]+"
 _SPACE = 32
-
-
-def _first_max(values, axis=1):
-    """Index of the first maximum along `axis` (ties: the lowest index, as a stable sort)."""
-    best = tf.reduce_max(values, axis=axis, keepdims=True)
-    index = tf.range(tf.shape(values, out_type=tf.int64)[axis])
-    return tf.reduce_min(tf.where(values == best, index, tf.int64.max), axis=axis)
 
 
 class SquadExport(tf.Module):
@@ -85,16 +79,6 @@ class SquadExport(tf.Module):
 
     # ----- windows ----------------------------------------------------------------------
 
-    def _windows(self, doc_length, query_length):
-        """Starts and lengths of the context windows of each example: ragged [B, (k)]."""
-        room = self.max_seq_length - query_length - 3
-        stride = tf.minimum(tf.cast(self.doc_stride, tf.int64), room)
-        extra = (tf.maximum(doc_length - room, 0) + stride - 1) // stride
-        count = tf.where(doc_length > 0, extra + 1, 0)
-        starts = tf.ragged.range(count) * tf.expand_dims(stride, 1)
-        lengths = tf.minimum(tf.expand_dims(doc_length, 1) - starts, tf.expand_dims(room, 1))
-        return starts, lengths
-
     def _inputs(self, query, doc_pieces, doc_offsets, rows, start, length):
         """`[CLS] query [SEP] window [SEP]` of every window: int32 [K, S] each."""
         q_len = tf.gather(query.row_lengths(), rows)[:, None]
@@ -117,18 +101,6 @@ class SquadExport(tf.Module):
             "segment_ids": tf.cast(tf.logical_and(j >= q_len + 2, j <= last), tf.int32),
         }, q_len[:, 0]
 
-    def _max_context_window(self, doc_length, starts, lengths):
-        """The window (global index) where each piece of each context has the most context."""
-        rows = tf.ragged.range(doc_length).value_rowids()
-        p = tf.expand_dims(tf.ragged.range(doc_length).flat_values, 1)
-        start, length = tf.gather(starts, rows), tf.gather(lengths, rows)
-        inside = tf.logical_and(start <= p, p < start + length)
-        # 100 * min(left, right) + length: 100 times the original's score, in integers.
-        score = 100 * tf.minimum(p - start, start + length - 1 - p) + length
-        none = tf.constant(-1, tf.int64)
-        score = tf.where(inside, score, none).to_tensor(default_value=none)
-        return tf.gather(starts.row_splits, rows) + _first_max(score)
-
     # ----- answer selection ---------------------------------------------------------------
 
     def _answer(self, question, context):
@@ -139,7 +111,8 @@ class SquadExport(tf.Module):
         )
         doc_offsets = tf.cumsum(doc_length, exclusive=True)
         query = self.tokenizer.tokenize(question)[:, : self.max_query_length]
-        starts, lengths = self._windows(doc_length, query.row_lengths())
+        room = self.max_seq_length - query.row_lengths() - 3
+        starts, lengths = sliding_windows(doc_length, room, self.doc_stride)
         rows, start, length = starts.value_rowids(), starts.flat_values, lengths.flat_values
         inputs, q_len = self._inputs(
             query, word_pieces.flat_values, doc_offsets, rows, start, length
@@ -150,7 +123,10 @@ class SquadExport(tf.Module):
             tf.cast(x, tf.float64) for x in self.model(inputs, training=False)
         )
         num_windows = tf.shape(start, out_type=tf.int64)[0]
-        best_window = self._max_context_window(doc_length, starts, lengths)
+        pieces = tf.ragged.range(doc_length)
+        best_window = max_context_windows(
+            pieces.flat_values, pieces.value_rowids(), starts, lengths
+        )
 
         n = min(self.n_best_size, self.max_seq_length)
         top_s = tf.cast(tf.math.top_k(start_logits[:-1], n).indices, tf.int64)
@@ -173,7 +149,7 @@ class SquadExport(tf.Module):
         per_example = tf.RaggedTensor.from_row_lengths(
             tf.reshape(score, [-1]), starts.row_lengths() * n * n
         ).to_tensor(default_value=-float("inf"))
-        flat = _first_max(per_example)
+        flat = first_max(per_example)
         best_score = tf.reduce_max(per_example, axis=1)
         has_span = best_score > -float("inf")
         # Examples without a valid span point at one more (zero) row of each table.
