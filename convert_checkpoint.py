@@ -1,15 +1,19 @@
-"""Converts BERT weights between Google's TF1 layout, this project's Keras format and HF format.
+"""Converts BERT weights between Google's TF1 layout and every other BERT format.
+
+In: tf1, keras (this project's), hf, tf2 (Model Garden), tfhub, keras_hub.
+Out: tf1, keras, hf, tfhub, keras_hub. The encoder always; the pretraining heads where both
+formats hold them. Every conversion is strict (one error lists each missing, unexpected or
+mis-shaped tensor) and writes its output directory atomically.
 
 Examples:
 
-    # Google's checkpoint -> Keras 3 weights
+    # Google's checkpoint -> a Hugging Face folder
     python convert_checkpoint.py --input_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \
-        --input_format=tf1 --bert_config_file=uncased_L-12_H-768_A-12/bert_config.json \
-        --output_dir=keras_base --output_format=keras
+        --input_format=tf1 --output_dir=bert_base_hf --output_format=hf
 
-    # Hugging Face folder (config.json + model.safetensors) -> Google's layout
-    python convert_checkpoint.py --input_checkpoint=all-MiniLM-L6-v2 --input_format=hf \
-        --output_dir=minilm_tf1 --output_format=tf1
+    # Model Garden's TF2 checkpoint -> Google's layout
+    python convert_checkpoint.py --input_checkpoint=tf2_ckpt/ckpt-1 --input_format=tf2 \
+        --bert_config_file=bert_config.json --output_dir=bert_tf1 --output_format=tf1
 """
 
 import os
@@ -21,19 +25,31 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/drive
 from absl import app, flags, logging
 
 from modeling import conversion
+from training.export_run import export_encoder_weights
 from training.settings import log_at_info
 
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string(
-    "input_checkpoint", None, "Checkpoint prefix or directory (tf1), or directory (keras, hf)."
+    "input_checkpoint",
+    None,
+    "Checkpoint prefix or directory (tf1, tf2), or directory (keras, hf, tfhub, keras_hub).",
 )
-flags.DEFINE_enum("input_format", "tf1", list(conversion.FORMATS), "Format of the input.")
+flags.DEFINE_enum("input_format", "tf1", list(conversion.INPUT_FORMATS), "Format of the input.")
 flags.DEFINE_string(
-    "bert_config_file", None, "bert_config.json for tf1 input (default: the one beside it)."
+    "bert_config_file",
+    None,
+    "bert_config.json for tf1/tf2 input (default: the one beside it) and for TF Hub "
+    "SavedModels that do not carry one.",
 )
-flags.DEFINE_string("output_dir", None, "Directory for the converted files.")
-flags.DEFINE_enum("output_format", "keras", ["tf1", "keras"], "Format of the output.")
+flags.DEFINE_string("output_dir", None, "Directory to create for the converted files.")
+flags.DEFINE_enum(
+    "output_format", "keras", list(conversion.OUTPUT_FORMATS), "Format of the output."
+)
+flags.DEFINE_bool(
+    "do_lower_case", True, "Tokenizer setting recorded in tfhub and keras_hub outputs."
+)
+flags.DEFINE_bool("overwrite", False, "Replace an existing --output_dir.")
 
 
 def main(_):
@@ -42,12 +58,26 @@ def main(_):
         FLAGS.input_checkpoint, FLAGS.input_format, FLAGS.bert_config_file
     )
     logging.info(
-        "Read %d tensors (%s heads) from %s",
+        "Read %d tensors (heads: %s) from %s",
         len(arrays),
-        "with" if any(n.startswith("cls/") for n in arrays) else "no",
+        ", ".join(sorted({n.split("/")[1] for n in arrays if n.startswith("cls/")})) or "none",
         FLAGS.input_checkpoint,
     )
-    written = conversion.write_weights(FLAGS.output_dir, FLAGS.output_format, config, arrays, vocab)
+    if FLAGS.output_format == "tfhub":
+        export_encoder_weights(
+            config, arrays, vocab, FLAGS.do_lower_case, FLAGS.output_dir, FLAGS.overwrite
+        )
+        logging.info("Wrote the TF Hub encoder %s", FLAGS.output_dir)
+        return
+    written = conversion.write_weights(
+        FLAGS.output_dir,
+        FLAGS.output_format,
+        config,
+        arrays,
+        vocab,
+        do_lower_case=FLAGS.do_lower_case,
+        overwrite=FLAGS.overwrite,
+    )
     for path in written:
         logging.info("Wrote %s", path)
 

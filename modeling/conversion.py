@@ -1,4 +1,4 @@
-"""Reading and writing BERT weights in the three formats `convert_checkpoint.py` knows.
+"""Reading and writing BERT weights in the formats `convert_checkpoint.py` knows.
 
 Every reader returns the same thing: a `BertConfig`, a dict of original checkpoint names to numpy
 arrays (the encoder and, when present, the `cls/*` pretraining heads) and the path of a
@@ -7,27 +7,57 @@ arrays (the encoder and, when present, the `cls/*` pretraining heads) and the pa
 * `tf1`: Google's layout, `bert_model.ckpt.{index,data-*}` + `bert_config.json` (+ `vocab.txt`).
 * `keras`: this project's Keras 3 weights, `bert_config.json` plus `bert_model.weights.h5` (a
   `BertModel`) or `bert_pretrainer.weights.h5` (a `BertPretrainer`, when the heads exist).
-* `hf`: a Hugging Face BERT folder (`config.json` + `model.safetensors`), read only.
+* `hf`: a Hugging Face BERT folder (`config.json` + `model.safetensors` + `vocab.txt`).
+* `tf2`: Model Garden's object-based encoder or pretrainer checkpoint (read only).
+* `tfhub`: a TF Hub BERT encoder SavedModel, from Model Garden's exporter or this project's
+  `export_model.py --task=encoder` (written by `training.export_run`, not here).
+* `keras_hub`: a keras-hub `BertBackbone` / `BertMaskedLM` preset directory.
 """
 
+import json
 import os
 
+import numpy as np
 import tensorflow as tf
 
-from fileio.atomic import atomic_output, write_atomically
-from modeling import tf1_checkpoint
+from fileio.atomic import atomic_directory, write_atomically
+from modeling import hf_export, keras_hub_format, model_garden, tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
+from modeling.heads import PretrainingHeads
 from modeling.hf_import import load_hf_model
 from modeling.task_models import BertPretrainer
 
-FORMATS = ("tf1", "hf", "keras")
+INPUT_FORMATS = ("tf1", "keras", "hf", "tf2", "tfhub", "keras_hub")
+OUTPUT_FORMATS = ("tf1", "keras", "hf", "tfhub", "keras_hub")
+# Where this project's TF Hub exports keep the model's bert_config.json (files TensorFlow ignores).
+SAVED_MODEL_CONFIG = os.path.join("assets.extra", "bert_config.json")
+_HEAD_GROUPS = ("cls/predictions/", "cls/seq_relationship/")
 KERAS_ENCODER_FILE = "bert_model.weights.h5"
 KERAS_PRETRAINER_FILE = "bert_pretrainer.weights.h5"
 
 
 def _has_heads(arrays):
     return any(name.startswith("cls/predictions/") for name in arrays)
+
+
+def validate(config, arrays, source):
+    """Checks `arrays` against the model `config` describes, strictly.
+
+    The encoder must be complete; each pretraining head (masked LM, next sentence) must be
+    complete or absent; nothing else may be there.
+
+    Raises:
+        ValueError: one error listing every missing, unexpected or mis-shaped tensor.
+    """
+    names = tf1_checkpoint.build_variable_map(
+        bert_model=BertModel(config), pretraining_heads=PretrainingHeads(config)
+    )
+    present = [g for g in _HEAD_GROUPS if any(n.startswith(g) for n in arrays)]
+    wanted = {
+        n: v for n, v in names.items() if not n.startswith("cls/") or n.startswith(tuple(present))
+    }
+    tf1_checkpoint.check_arrays_match(wanted, arrays, source, ignore_heads=False)
 
 
 def build_keras_model(config, arrays):
@@ -68,9 +98,73 @@ def read_tf1(input_checkpoint, bert_config_file=None):
             )
     config = BertConfig.from_json_file(bert_config_file)
     arrays = tf1_checkpoint.read_checkpoint(prefix)
-    # Validate names and shapes now, so a bad pair fails before anything is written.
-    build_keras_model(config, arrays)
     return config, arrays, _find_vocab(directory)
+
+
+def _config_beside(path, bert_config_file, what):
+    """`bert_config_file`, else the bert_config.json in (or beside) `path`."""
+    if bert_config_file:
+        return BertConfig.from_json_file(bert_config_file)
+    directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+    candidate = os.path.join(directory, "bert_config.json")
+    if not tf.io.gfile.exists(candidate):
+        raise ValueError(
+            f"--bert_config_file is required for {what} input: no bert_config.json in "
+            f"{directory}. Pass the original bert_config.json of this model."
+        )
+    return BertConfig.from_json_file(candidate)
+
+
+def read_tf2(path, bert_config_file=None):
+    """Reads a Model Garden object-based checkpoint (see `modeling.model_garden`)."""
+    arrays = model_garden.read_tf2_checkpoint(path)
+    config = _config_beside(path, bert_config_file, "tf2")
+    directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+    return config, arrays, _find_vocab(directory)
+
+
+def read_tfhub(export_dir, bert_config_file=None):
+    """Reads a TF Hub BERT encoder SavedModel (Model Garden's or this project's).
+
+    The `mlm` sub-object's head is read when there is one. This project's exports carry their
+    bert_config.json; for others pass `bert_config_file`.
+    """
+    if not tf.saved_model.contains_saved_model(export_dir):
+        raise ValueError(f"{export_dir} holds no SavedModel (saved_model.pb is missing).")
+    loaded = tf.saved_model.load(export_dir)
+    if not hasattr(loaded, "variables") or not callable(loaded):
+        raise ValueError(
+            f"{export_dir} is a SavedModel but not a TF Hub text encoder (no callable root with "
+            "variables): export the encoder (e.g. export_model.py --task=encoder)."
+        )
+    variables = list(loaded.variables)
+    if hasattr(loaded, "mlm"):
+        variables += list(loaded.mlm.variables)
+    named = {}
+    for var in variables:
+        name = var.name.split(":")[0]
+        # Dropout seed states and the do_lower_case flag are not weights.
+        if var.dtype != tf.float32 or "seed_generator" in name:
+            continue
+        named[name] = var.numpy()
+    if not named:
+        raise ValueError(f"{export_dir} has no float32 variables: not a BERT encoder SavedModel.")
+    if any(n.startswith("bert/embeddings/") for n in named):
+        arrays = {n: np.asarray(v, np.float32) for n, v in named.items()}
+    else:
+        arrays = model_garden.model_garden_variables_to_original(named)
+    own_config = os.path.join(export_dir, SAVED_MODEL_CONFIG)
+    if not bert_config_file and tf.io.gfile.exists(own_config):
+        bert_config_file = own_config
+    if not bert_config_file:
+        raise ValueError(
+            f"--bert_config_file is required for this SavedModel: {export_dir} does not carry "
+            f"{SAVED_MODEL_CONFIG}. Pass the bert_config.json of the model it was exported from."
+        )
+    vocab = None
+    if hasattr(loaded, "vocab_file"):
+        vocab = loaded.vocab_file.asset_path.numpy().decode("utf-8")
+    return BertConfig.from_json_file(bert_config_file), arrays, vocab
 
 
 def read_keras(input_dir):
@@ -99,51 +193,121 @@ def read_keras(input_dir):
 
 
 def read_weights(input_checkpoint, input_format, bert_config_file=None):
-    """Dispatches to the reader of `input_format` (one of `FORMATS`)."""
+    """Reads and validates weights in `input_format` (one of `INPUT_FORMATS`).
+
+    Returns:
+        (BertConfig, dict original name -> np.ndarray, vocab path or None).
+
+    Raises:
+        ValueError: for unreadable input or weights that do not match the config, every problem
+            listed at once.
+    """
     if input_format == "tf1":
-        return read_tf1(input_checkpoint, bert_config_file)
-    if input_format == "keras":
-        return read_keras(input_checkpoint)
-    if input_format == "hf":
-        return load_hf_model(input_checkpoint)
-    raise ValueError(f"Unknown input format {input_format!r}; use one of {list(FORMATS)}.")
+        config, arrays, vocab = read_tf1(input_checkpoint, bert_config_file)
+    elif input_format == "keras":
+        config, arrays, vocab = read_keras(input_checkpoint)
+    elif input_format == "hf":
+        config, arrays, vocab = load_hf_model(input_checkpoint)
+    elif input_format == "tf2":
+        config, arrays, vocab = read_tf2(input_checkpoint, bert_config_file)
+    elif input_format == "tfhub":
+        config, arrays, vocab = read_tfhub(input_checkpoint, bert_config_file)
+    elif input_format == "keras_hub":
+        config, arrays, vocab = keras_hub_format.read_keras_hub(input_checkpoint)
+    else:
+        raise ValueError(
+            f"Unknown input format {input_format!r}; use one of {list(INPUT_FORMATS)}."
+        )
+    # Names and shapes checked now, so a bad pair fails before anything is written.
+    validate(config, arrays, input_checkpoint)
+    return config, arrays, vocab
 
 
 def _copy_vocab(vocab, output_dir):
-    if vocab:
-        target = os.path.join(output_dir, "vocab.txt")
-        if os.path.abspath(vocab) != os.path.abspath(target):
-            with tf.io.gfile.GFile(vocab, "rb") as reader:
-                write_atomically(target, reader.read())
+    target = os.path.join(output_dir, "vocab.txt")
+    with tf.io.gfile.GFile(vocab, "rb") as reader:
+        write_atomically(target, reader.read())
+    return target
 
 
-def write_weights(output_dir, output_format, config, arrays, vocab=None):
-    """Writes `arrays` in `output_format` (`tf1` or `keras`) into `output_dir`.
+def _write_hf(directory, config, arrays):
+    weights = os.path.join(directory, "model.safetensors")
+    write_atomically(
+        weights,
+        hf_export.safetensors_bytes(hf_export.original_to_hf(arrays), metadata={"format": "pt"}),
+    )
+    settings = os.path.join(directory, "config.json")
+    text = json.dumps(hf_export.hf_config(config, arrays), indent=2, sort_keys=True) + "\n"
+    write_atomically(settings, text.encode("utf-8"))
+    return [settings, weights]
 
-    Every file is written under a temporary name and renamed, so an interrupted conversion
-    leaves no half-written file under a final name.
+
+def write_weights(
+    output_dir, output_format, config, arrays, vocab=None, do_lower_case=True, overwrite=False
+):
+    """Writes `arrays` in `output_format` (`tf1`, `keras`, `hf` or `keras_hub`) as `output_dir`.
+
+    The whole directory is written under a temporary name and renamed when complete, so an
+    interrupted conversion leaves nothing under the final name. (`tfhub` output is a SavedModel
+    built by `training.export_run`, the code that export_model.py uses.)
+
+    Args:
+        output_dir: the directory to create (or an empty one to fill).
+        output_format: one of `OUTPUT_FORMATS` except `tfhub`.
+        config: `BertConfig`.
+        arrays: dict original name -> np.ndarray, checked by `validate`.
+        vocab: vocab.txt to copy beside the weights, or None.
+        do_lower_case: the tokenizer setting keras-hub presets record.
+        overwrite: replace an existing `output_dir`.
 
     Returns:
-        The list of files written.
+        The list of files written (under their final names).
+
+    Raises:
+        FileExistsError: `output_dir` exists, is not empty and `overwrite` is false.
     """
-    tf.io.gfile.makedirs(output_dir)
-    if output_format == "tf1":
-        prefix = tf1_checkpoint.save_tf1_checkpoint(
-            arrays, os.path.join(output_dir, "bert_model.ckpt")
+    if tf.io.gfile.isdir(output_dir) and not tf.io.gfile.listdir(output_dir):
+        overwrite = True  # an empty directory holds nothing to lose
+    if tf.io.gfile.exists(output_dir) and not overwrite:
+        raise FileExistsError(
+            f"--output_dir {output_dir} already exists; pass --overwrite to replace it or "
+            "choose another directory."
         )
-        written = [prefix + ".index", prefix + ".data-00000-of-00001"]
-    elif output_format == "keras":
-        model, _ = build_keras_model(config, arrays)
-        name = KERAS_PRETRAINER_FILE if isinstance(model, BertPretrainer) else KERAS_ENCODER_FILE
-        path = os.path.join(output_dir, name)
-        with atomic_output(path) as temp:
-            model.save_weights(temp)
-        written = [path]
-    else:
-        raise ValueError(f"Unknown output format {output_format!r}; use 'tf1' or 'keras'.")
-    config.to_json_file(os.path.join(output_dir, "bert_config.json"))
-    written.append(os.path.join(output_dir, "bert_config.json"))
-    _copy_vocab(vocab, output_dir)
-    if vocab:
-        written.append(os.path.join(output_dir, "vocab.txt"))
-    return written
+    parent = os.path.dirname(output_dir.rstrip("/"))
+    if parent:
+        tf.io.gfile.makedirs(parent)
+    with atomic_directory(output_dir, overwrite=overwrite) as temp:
+        tf.io.gfile.makedirs(temp)
+        if output_format == "tf1":
+            prefix = tf1_checkpoint.save_tf1_checkpoint(
+                arrays, os.path.join(temp, "bert_model.ckpt")
+            )
+            written = [prefix + ".index", prefix + ".data-00000-of-00001"]
+        elif output_format == "keras":
+            heads = [g for g in _HEAD_GROUPS if any(n.startswith(g) for n in arrays)]
+            if len(heads) == 1:
+                raise ValueError(
+                    f"The keras format stores a BertModel or a BertPretrainer with both heads; "
+                    f"this input has only {heads[0]}*. Convert to tf1 or hf instead."
+                )
+            model, _ = build_keras_model(config, arrays)
+            name = (
+                KERAS_PRETRAINER_FILE if isinstance(model, BertPretrainer) else KERAS_ENCODER_FILE
+            )
+            written = [os.path.join(temp, name)]
+            model.save_weights(written[0])
+        elif output_format == "hf":
+            written = _write_hf(temp, config, arrays)
+        elif output_format == "keras_hub":
+            keras_hub_format.write_keras_hub(temp, config, arrays, vocab, do_lower_case)
+            written = [os.path.join(temp, n) for n in sorted(tf.io.gfile.listdir(temp))]
+        else:
+            raise ValueError(
+                f"Unknown output format {output_format!r}; use one of {list(OUTPUT_FORMATS)}."
+            )
+        if output_format in ("tf1", "keras"):
+            config.to_json_file(os.path.join(temp, "bert_config.json"))
+            written.append(os.path.join(temp, "bert_config.json"))
+        if vocab and output_format != "keras_hub":
+            written.append(_copy_vocab(vocab, temp))
+    return [os.path.join(output_dir, os.path.relpath(p, temp)) for p in written]

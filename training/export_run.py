@@ -2,6 +2,7 @@
 
 import dataclasses
 import os
+import tempfile
 
 import keras
 import tensorflow as tf
@@ -12,6 +13,7 @@ from data.ner.labels import LABELS_FILE, read_label_file
 from data.tokenization.full_tokenizer import load_vocab
 from fileio.atomic import atomic_directory
 from modeling import tf1_checkpoint
+from modeling.conversion import SAVED_MODEL_CONFIG
 from serving.classifier import ClassifierExport
 from serving.ner import NerExport
 from serving.pretraining import PretrainingExport
@@ -228,6 +230,10 @@ def _export(run, bert_config, prefix):
         tf.io.gfile.makedirs(parent)
     with atomic_directory(run.export_dir, overwrite=run.overwrite) as temp:
         tf.saved_model.save(root, temp, signatures=signatures)
+        if run.task == "encoder":
+            # TF Hub encoders carry no config; this copy lets convert_checkpoint.py read it back.
+            tf.io.gfile.makedirs(os.path.join(temp, os.path.dirname(SAVED_MODEL_CONFIG)))
+            bert_config.to_json_file(os.path.join(temp, SAVED_MODEL_CONFIG))
     logging.info("Wrote %s", run.export_dir)
     if run.task == "encoder" and run.preprocessor_export_dir:
         export_preprocessor(
@@ -246,3 +252,43 @@ def export_preprocessor(vocab_file, do_lower_case, max_seq_length, export_dir, o
     with atomic_directory(export_dir, overwrite=overwrite) as temp:
         tf.saved_model.save(root, temp)
     return export_dir
+
+
+def export_encoder_weights(
+    bert_config, arrays, vocab_file, do_lower_case, export_dir, overwrite=False
+):
+    """Writes weights held in memory (original names) as the TF Hub encoder of `--task=encoder`.
+
+    The same export as export_model.py's, from a temporary original-layout checkpoint, so both
+    tools write one format (convert_checkpoint.py --output_format=tfhub uses this).
+
+    Args:
+        bert_config: `BertConfig` of the weights.
+        arrays: dict original name -> np.ndarray (encoder, optionally the pretraining heads).
+        vocab_file: the model's vocab.txt (a TF Hub encoder ships it as an asset).
+        do_lower_case: recorded in the SavedModel for its users' preprocessing.
+        export_dir: the SavedModel directory to create.
+        overwrite: replace an existing `export_dir`.
+
+    Returns:
+        `export_dir`.
+    """
+    if not vocab_file:
+        raise ValueError(
+            "A TF Hub encoder ships its vocab.txt: none was found beside the input. Put the "
+            "model's vocab.txt there."
+        )
+    with tempfile.TemporaryDirectory() as scratch:
+        prefix = tf1_checkpoint.save_tf1_checkpoint(
+            arrays, os.path.join(scratch, "bert_model.ckpt")
+        )
+        run = ExportRun(
+            task="encoder",
+            checkpoint=prefix,
+            vocab_file=vocab_file,
+            do_lower_case=do_lower_case,
+            max_seq_length=128,
+            export_dir=export_dir,
+            overwrite=overwrite,
+        )
+        return export_model(run, bert_config)
