@@ -19,25 +19,25 @@ import tensorflow as tf
 from absl import logging
 
 from modeling.config import BertConfig
+from modeling.model_garden import HEADS_FLAT, HEADS_IN, HEADS_OUT, KEEP, to_original
 
-_KEEP, _HEADS_IN, _HEADS_FLAT, _HEADS_OUT = "keep", "in", "flat", "out"
 _MLM_PAIRS = [
-    ("mlm_head/output_bias", "cls/predictions/output_bias", _KEEP),
-    ("mlm_head/intermediate_dense/kernel", "cls/predictions/transform/dense/kernel", _KEEP),
-    ("mlm_head/intermediate_dense/bias", "cls/predictions/transform/dense/bias", _KEEP),
-    ("mlm_head/intermediate_layer_norm/gamma", "cls/predictions/transform/LayerNorm/gamma", _KEEP),
-    ("mlm_head/intermediate_layer_norm/beta", "cls/predictions/transform/LayerNorm/beta", _KEEP),
+    ("mlm_head/output_bias", "cls/predictions/output_bias", KEEP),
+    ("mlm_head/intermediate_dense/kernel", "cls/predictions/transform/dense/kernel", KEEP),
+    ("mlm_head/intermediate_dense/bias", "cls/predictions/transform/dense/bias", KEEP),
+    ("mlm_head/intermediate_layer_norm/gamma", "cls/predictions/transform/LayerNorm/gamma", KEEP),
+    ("mlm_head/intermediate_layer_norm/beta", "cls/predictions/transform/LayerNorm/beta", KEEP),
 ]
 
 
 def _backbone_pairs(num_layers):
     """(keras-hub weight path, original name, reshape) for every weight of a BertBackbone."""
     pairs = [
-        ("token_embedding/embeddings", "bert/embeddings/word_embeddings", _KEEP),
-        ("position_embedding/embeddings", "bert/embeddings/position_embeddings", _KEEP),
-        ("segment_embedding/embeddings", "bert/embeddings/token_type_embeddings", _KEEP),
-        ("embeddings_layer_norm/gamma", "bert/embeddings/LayerNorm/gamma", _KEEP),
-        ("embeddings_layer_norm/beta", "bert/embeddings/LayerNorm/beta", _KEEP),
+        ("token_embedding/embeddings", "bert/embeddings/word_embeddings", KEEP),
+        ("position_embedding/embeddings", "bert/embeddings/position_embeddings", KEEP),
+        ("segment_embedding/embeddings", "bert/embeddings/token_type_embeddings", KEEP),
+        ("embeddings_layer_norm/gamma", "bert/embeddings/LayerNorm/gamma", KEEP),
+        ("embeddings_layer_norm/beta", "bert/embeddings/LayerNorm/beta", KEEP),
     ]
     for i in range(num_layers):
         ours, theirs = f"bert/encoder/layer_{i}", f"transformer_layer_{i}"
@@ -46,26 +46,26 @@ def _backbone_pairs(num_layers):
                 (
                     f"{theirs}/self_attention_layer/{part}/kernel",
                     f"{ours}/attention/self/{part}/kernel",
-                    _HEADS_IN,
+                    HEADS_IN,
                 )
             )
             pairs.append(
                 (
                     f"{theirs}/self_attention_layer/{part}/bias",
                     f"{ours}/attention/self/{part}/bias",
-                    _HEADS_FLAT,
+                    HEADS_FLAT,
                 )
             )
         pairs += [
             (
                 f"{theirs}/self_attention_layer/attention_output/kernel",
                 f"{ours}/attention/output/dense/kernel",
-                _HEADS_OUT,
+                HEADS_OUT,
             ),
             (
                 f"{theirs}/self_attention_layer/attention_output/bias",
                 f"{ours}/attention/output/dense/bias",
-                _KEEP,
+                KEEP,
             ),
         ]
         for theirs_part, ours_part in (
@@ -73,20 +73,16 @@ def _backbone_pairs(num_layers):
             ("feedforward_layer_norm", "output/LayerNorm"),
         ):
             for leaf in ("gamma", "beta"):
-                pairs.append(
-                    (f"{theirs}/{theirs_part}/{leaf}", f"{ours}/{ours_part}/{leaf}", _KEEP)
-                )
+                pairs.append((f"{theirs}/{theirs_part}/{leaf}", f"{ours}/{ours_part}/{leaf}", KEEP))
         for theirs_part, ours_part in (
             ("feedforward_intermediate_dense", "intermediate/dense"),
             ("feedforward_output_dense", "output/dense"),
         ):
             for leaf in ("kernel", "bias"):
-                pairs.append(
-                    (f"{theirs}/{theirs_part}/{leaf}", f"{ours}/{ours_part}/{leaf}", _KEEP)
-                )
+                pairs.append((f"{theirs}/{theirs_part}/{leaf}", f"{ours}/{ours_part}/{leaf}", KEEP))
     pairs += [
-        ("pooled_dense/kernel", "bert/pooler/dense/kernel", _KEEP),
-        ("pooled_dense/bias", "bert/pooler/dense/bias", _KEEP),
+        ("pooled_dense/kernel", "bert/pooler/dense/kernel", KEEP),
+        ("pooled_dense/bias", "bert/pooler/dense/bias", KEEP),
     ]
     return pairs
 
@@ -99,17 +95,6 @@ def _import_keras_hub():
             "The keras_hub format needs the keras-hub package: pip install keras-hub"
         ) from None
     return keras_hub
-
-
-def _flatten(array, how):
-    array = np.asarray(array, dtype=np.float32)
-    if how == _HEADS_IN:
-        array = array.reshape(array.shape[0], -1)
-    elif how == _HEADS_FLAT:
-        array = array.reshape(-1)
-    elif how == _HEADS_OUT:
-        array = array.reshape(-1, array.shape[-1])
-    return np.ascontiguousarray(array)
 
 
 def _read_json(path):
@@ -168,7 +153,7 @@ def read_keras_hub(preset_dir):
     weights.update({w.path: w for w in backbone.weights})
     arrays = {}
     for theirs, ours, how in _backbone_pairs(backbone.num_layers) + pairs:
-        arrays[ours] = _flatten(weights[theirs].numpy(), how)
+        arrays[ours] = to_original(weights[theirs].numpy(), how)
     config = BertConfig(
         vocab_size=settings["vocabulary_size"],
         hidden_size=settings["hidden_dim"],

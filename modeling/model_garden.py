@@ -23,27 +23,27 @@ from modeling.tf1_checkpoint import resolve_checkpoint_path
 
 _SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
-# How a per-head tensor becomes the original's 2-D (or 1-D) one.
-_KEEP, _HEADS_IN, _HEADS_FLAT, _HEADS_OUT = "keep", "in", "flat", "out"
+# How a per-head tensor becomes the original's 2-D (or 1-D) one (keras-hub stores them alike).
+KEEP, HEADS_IN, HEADS_FLAT, HEADS_OUT = "keep", "in", "flat", "out"
 
 # Inside one transformer block of a BertEncoder object checkpoint.
 _BLOCK_OBJECTS = {
-    "_attention_layer/_query_dense/kernel": ("attention/self/query/kernel", _HEADS_IN),
-    "_attention_layer/_query_dense/bias": ("attention/self/query/bias", _HEADS_FLAT),
-    "_attention_layer/_key_dense/kernel": ("attention/self/key/kernel", _HEADS_IN),
-    "_attention_layer/_key_dense/bias": ("attention/self/key/bias", _HEADS_FLAT),
-    "_attention_layer/_value_dense/kernel": ("attention/self/value/kernel", _HEADS_IN),
-    "_attention_layer/_value_dense/bias": ("attention/self/value/bias", _HEADS_FLAT),
-    "_attention_layer/_output_dense/kernel": ("attention/output/dense/kernel", _HEADS_OUT),
-    "_attention_layer/_output_dense/bias": ("attention/output/dense/bias", _KEEP),
-    "_attention_layer_norm/gamma": ("attention/output/LayerNorm/gamma", _KEEP),
-    "_attention_layer_norm/beta": ("attention/output/LayerNorm/beta", _KEEP),
-    "_intermediate_dense/kernel": ("intermediate/dense/kernel", _KEEP),
-    "_intermediate_dense/bias": ("intermediate/dense/bias", _KEEP),
-    "_output_dense/kernel": ("output/dense/kernel", _KEEP),
-    "_output_dense/bias": ("output/dense/bias", _KEEP),
-    "_output_layer_norm/gamma": ("output/LayerNorm/gamma", _KEEP),
-    "_output_layer_norm/beta": ("output/LayerNorm/beta", _KEEP),
+    "_attention_layer/_query_dense/kernel": ("attention/self/query/kernel", HEADS_IN),
+    "_attention_layer/_query_dense/bias": ("attention/self/query/bias", HEADS_FLAT),
+    "_attention_layer/_key_dense/kernel": ("attention/self/key/kernel", HEADS_IN),
+    "_attention_layer/_key_dense/bias": ("attention/self/key/bias", HEADS_FLAT),
+    "_attention_layer/_value_dense/kernel": ("attention/self/value/kernel", HEADS_IN),
+    "_attention_layer/_value_dense/bias": ("attention/self/value/bias", HEADS_FLAT),
+    "_attention_layer/_output_dense/kernel": ("attention/output/dense/kernel", HEADS_OUT),
+    "_attention_layer/_output_dense/bias": ("attention/output/dense/bias", KEEP),
+    "_attention_layer_norm/gamma": ("attention/output/LayerNorm/gamma", KEEP),
+    "_attention_layer_norm/beta": ("attention/output/LayerNorm/beta", KEEP),
+    "_intermediate_dense/kernel": ("intermediate/dense/kernel", KEEP),
+    "_intermediate_dense/bias": ("intermediate/dense/bias", KEEP),
+    "_output_dense/kernel": ("output/dense/kernel", KEEP),
+    "_output_dense/bias": ("output/dense/bias", KEEP),
+    "_output_layer_norm/gamma": ("output/LayerNorm/gamma", KEEP),
+    "_output_layer_norm/beta": ("output/LayerNorm/beta", KEEP),
 }
 _EMBEDDING_OBJECTS = {
     (0, "embeddings"): "bert/embeddings/word_embeddings",
@@ -62,62 +62,72 @@ _MASKED_LM_OBJECTS = {
 
 # SavedModel variable names of Model Garden's exporter (Keras 2 layer names).
 _VARIABLE_RULES = [
-    (r"word_embeddings/embeddings", "bert/embeddings/word_embeddings", _KEEP),
-    (r"position_embedding/embeddings", "bert/embeddings/position_embeddings", _KEEP),
-    (r"type_embeddings/embeddings", "bert/embeddings/token_type_embeddings", _KEEP),
-    (r"embeddings/layer_norm/(gamma|beta)", "bert/embeddings/LayerNorm/{0}", _KEEP),
+    (r"word_embeddings/embeddings", "bert/embeddings/word_embeddings", KEEP),
+    (r"position_embedding/embeddings", "bert/embeddings/position_embeddings", KEEP),
+    (r"type_embeddings/embeddings", "bert/embeddings/token_type_embeddings", KEEP),
+    (r"embeddings/layer_norm/(gamma|beta)", "bert/embeddings/LayerNorm/{0}", KEEP),
     (
         r"transformer/layer_(\d+)/self_attention/(query|key|value)/kernel",
         "bert/encoder/layer_{0}/attention/self/{1}/kernel",
-        _HEADS_IN,
+        HEADS_IN,
     ),
     (
         r"transformer/layer_(\d+)/self_attention/(query|key|value)/bias",
         "bert/encoder/layer_{0}/attention/self/{1}/bias",
-        _HEADS_FLAT,
+        HEADS_FLAT,
     ),
     (
         r"transformer/layer_(\d+)/self_attention/attention_output/kernel",
         "bert/encoder/layer_{0}/attention/output/dense/kernel",
-        _HEADS_OUT,
+        HEADS_OUT,
     ),
     (
         r"transformer/layer_(\d+)/self_attention/attention_output/bias",
         "bert/encoder/layer_{0}/attention/output/dense/bias",
-        _KEEP,
+        KEEP,
     ),
     (
         r"transformer/layer_(\d+)/self_attention_layer_norm/(gamma|beta)",
         "bert/encoder/layer_{0}/attention/output/LayerNorm/{1}",
-        _KEEP,
+        KEEP,
     ),
     (
         r"transformer/layer_(\d+)/(intermediate|output)/(kernel|bias)",
         "bert/encoder/layer_{0}/{1}/dense/{2}",
-        _KEEP,
+        KEEP,
     ),
     (
         r"transformer/layer_(\d+)/output_layer_norm/(gamma|beta)",
         "bert/encoder/layer_{0}/output/LayerNorm/{1}",
-        _KEEP,
+        KEEP,
     ),
-    (r"pooler_transform/(kernel|bias)", "bert/pooler/dense/{0}", _KEEP),
-    (r"(?:bert/)?cls/predictions/output_bias/bias", "cls/predictions/output_bias", _KEEP),
+    (r"pooler_transform/(kernel|bias)", "bert/pooler/dense/{0}", KEEP),
+    (r"(?:bert/)?cls/predictions/output_bias/bias", "cls/predictions/output_bias", KEEP),
     (
         r"(?:bert/)?cls/predictions/transform/(dense|LayerNorm)/(kernel|bias|gamma|beta)",
         "cls/predictions/transform/{0}/{1}",
-        _KEEP,
+        KEEP,
     ),
 ]
 
 
-def _to_original(array, how):
+def to_original(array, how):
+    """float32 copy of `array` with per-head axes merged as `how` says.
+
+    Args:
+        array: [hidden, heads, head_size] (HEADS_IN), [heads, head_size] (HEADS_FLAT),
+            [heads, head_size, hidden] (HEADS_OUT), or any shape (KEEP).
+        how: one of KEEP, HEADS_IN, HEADS_FLAT, HEADS_OUT.
+
+    Returns:
+        C-contiguous float32 np.ndarray: [hidden, hidden], [hidden] or the input shape.
+    """
     array = np.asarray(array, dtype=np.float32)
-    if how == _HEADS_IN:
+    if how == HEADS_IN:
         array = array.reshape(array.shape[0], -1)
-    elif how == _HEADS_FLAT:
+    elif how == HEADS_FLAT:
         array = array.reshape(-1)
-    elif how == _HEADS_OUT:
+    elif how == HEADS_OUT:
         array = array.reshape(-1, array.shape[-1])
     return np.ascontiguousarray(array)
 
@@ -169,8 +179,8 @@ def read_tf2_checkpoint(path):
     pooler = max(by_index)
     arrays, used = {}, set()
 
-    def take(key, name, how=_KEEP):
-        arrays[name] = _to_original(reader.get_tensor(key + _SUFFIX), how)
+    def take(key, name, how=KEEP):
+        arrays[name] = to_original(reader.get_tensor(key + _SUFFIX), how)
         used.add(key)
 
     for (index, attribute), name in _EMBEDDING_OBJECTS.items():
@@ -195,7 +205,7 @@ def read_tf2_checkpoint(path):
         # only here.
         word = arrays.setdefault(
             "bert/embeddings/word_embeddings",
-            _to_original(reader.get_tensor(table + _SUFFIX), _KEEP),
+            to_original(reader.get_tensor(table + _SUFFIX), KEEP),
         )
         if not np.array_equal(word, reader.get_tensor(table + _SUFFIX)):
             raise ValueError(f"{prefix}: masked_lm/embedding_table differs from the encoder's.")
@@ -227,7 +237,7 @@ def model_garden_variables_to_original(variables):
         for pattern, template, how in _VARIABLE_RULES:
             match = re.fullmatch(pattern, name)
             if match:
-                arrays[template.format(*match.groups())] = _to_original(value, how)
+                arrays[template.format(*match.groups())] = to_original(value, how)
                 break
         else:
             unknown.append(f"  {name} {list(np.shape(value))}")

@@ -19,6 +19,7 @@ from modeling.config import BertConfig
 from modeling.task_models import BertPretrainer
 from tests.helpers.minilm import minilm_dir
 from tests.helpers.scripts import run_in_repo
+from tests.helpers.tiny_config import tiny_config
 from tests.oracles import run_oracle
 from training.export_run import export_encoder_weights
 
@@ -188,6 +189,40 @@ def test_hf_out_is_read_by_keras_hub_with_equal_outputs(original, tmp_path):
     _assert_same(back, arrays)
 
 
+def _log_softmax(x):
+    x = np.asarray(x, np.float64)
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def test_hf_out_gives_the_original_outputs_in_transformers(original, tmp_path):
+    """transformers' own TFBertModel / TFBertForPreTraining load the folder with no missing or
+    unused weight and reproduce the original code's encoder, masked-LM and NSP outputs."""
+    out = tmp_path / "hf"
+    conversion.write_weights(
+        str(out), "hf", original["config"], original["arrays"], original["vocab"]
+    )
+    ref = original["ref"]
+    inputs = tmp_path / "inputs.npz"
+    np.savez(inputs, **{k: ref[k] for k in ("input_ids", "input_mask", "segment_ids")})
+    run_oracle(
+        "transformers_bert",
+        ["--model_dir", out, "--inputs", inputs, "--out", tmp_path / "theirs.npz"],
+    )
+    theirs = np.load(tmp_path / "theirs.npz")
+    assert theirs["missing"].size == 0 and theirs["unexpected"].size == 0
+    np.testing.assert_allclose(theirs["sequence_output"], ref["sequence_output"], atol=1e-5)
+    np.testing.assert_allclose(theirs["pooled_output"], ref["pooled_output"], atol=1e-5)
+    positions = ref["masked_lm_positions"]
+    logits = np.take_along_axis(theirs["prediction_logits"], positions[:, :, None], axis=1)
+    np.testing.assert_allclose(
+        _log_softmax(logits.reshape(-1, logits.shape[-1])), ref["masked_lm_log_probs"], atol=1e-5
+    )
+    np.testing.assert_allclose(
+        _log_softmax(theirs["seq_relationship_logits"]), ref["next_sentence_log_probs"], atol=1e-5
+    )
+
+
 def test_minilm_hf_tf1_hf_is_bit_identical(tmp_path):
     source = str(minilm_dir())
     config, arrays, vocab = conversion.read_weights(source, "hf")
@@ -296,14 +331,7 @@ def test_command_line_tf2_to_tf1_and_an_existing_output_dir(original, model_gard
 
 
 def test_partial_heads_are_listed():
-    config = BertConfig(
-        vocab_size=20,
-        hidden_size=8,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=16,
-        max_position_embeddings=16,
-    )
+    config = tiny_config()
     model = BertPretrainer(config)
     names = tf1_checkpoint.build_variable_map(bert_model=model.bert, pretraining_heads=model.cls)
     arrays = tf1_checkpoint.variables_to_arrays(names)
@@ -311,6 +339,6 @@ def test_partial_heads_are_listed():
     arrays["output_weights"] = np.zeros([2, 8], np.float32)
     with pytest.raises(ValueError) as err:
         conversion.validate(config, arrays, "weights.ckpt")
-    assert "missing in checkpoint: cls/predictions/output_bias [20]" in str(err.value)
+    assert "missing in checkpoint: cls/predictions/output_bias [99]" in str(err.value)
     assert "unexpected in checkpoint: output_weights [2, 8]" in str(err.value)
     keras.backend.clear_session()
