@@ -54,6 +54,8 @@ flags.DEFINE_bool("overwrite", False, "Replace an existing --output_dir.")
 
 def main(_):
     log_at_info(FLAGS)
+    # Refused before reading: converting a large model takes a while.
+    conversion.check_output_dir(FLAGS.output_dir, FLAGS.overwrite)
     config, arrays, vocab = conversion.read_weights(
         FLAGS.input_checkpoint, FLAGS.input_format, FLAGS.bert_config_file
     )

@@ -242,6 +242,25 @@ def _write_hf(directory, config, arrays):
     return [settings, weights]
 
 
+def check_output_dir(output_dir, overwrite):
+    """Refuses an existing, non-empty `output_dir` unless `overwrite`; call it before any work.
+
+    Returns:
+        Whether the directory may be replaced (true for an empty one: nothing to lose).
+
+    Raises:
+        FileExistsError: naming the directory and `--overwrite`.
+    """
+    if tf.io.gfile.isdir(output_dir) and not tf.io.gfile.listdir(output_dir):
+        return True
+    if tf.io.gfile.exists(output_dir) and not overwrite:
+        raise FileExistsError(
+            f"--output_dir {output_dir} already exists; pass --overwrite to replace it or "
+            "choose another directory."
+        )
+    return overwrite
+
+
 def write_weights(
     output_dir, output_format, config, arrays, vocab=None, do_lower_case=True, overwrite=False
 ):
@@ -266,13 +285,7 @@ def write_weights(
     Raises:
         FileExistsError: `output_dir` exists, is not empty and `overwrite` is false.
     """
-    if tf.io.gfile.isdir(output_dir) and not tf.io.gfile.listdir(output_dir):
-        overwrite = True  # an empty directory holds nothing to lose
-    if tf.io.gfile.exists(output_dir) and not overwrite:
-        raise FileExistsError(
-            f"--output_dir {output_dir} already exists; pass --overwrite to replace it or "
-            "choose another directory."
-        )
+    overwrite = check_output_dir(output_dir, overwrite)
     parent = os.path.dirname(output_dir.rstrip("/"))
     if parent:
         tf.io.gfile.makedirs(parent)

