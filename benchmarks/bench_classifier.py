@@ -96,14 +96,12 @@ def write_features(path, n, seq, seed=0, task="classifier"):
     write_classifier_tfrecord(features, path, is_regression=False)
 
 
-def _dataset(args, batch, is_training, skip=0, background=True):
+def _dataset(args, batch, is_training, skip=0, batching=None):
     from data.glue.records import classifier_dataset
     from data.ner.records import ner_dataset
 
     if args.task == "ner":
-        return ner_dataset(
-            args.data, args.seq, batch, is_training, args.seed, skip, background=background
-        )
+        return ner_dataset(args.data, args.seq, batch, is_training, args.seed, skip, batching)
     return classifier_dataset(
         args.data,
         args.seq,
@@ -112,7 +110,7 @@ def _dataset(args, batch, is_training, skip=0, background=True):
         is_training,
         seed=args.seed,
         skip_batches=skip,
-        background=background,
+        batching=batching,
     )
 
 
@@ -197,6 +195,7 @@ def _trainer(args, config, num_steps):
             init_checkpoint=None,
             keep_checkpoint_max=5,
             seed=args.seed,
+            pad_to_whole_batches=None,
         ),
     )
 
@@ -205,7 +204,7 @@ def run_train(args, config):
     trainer = _trainer(args, config, args.warmup + args.steps)
     return timed_train(
         trainer,
-        lambda skip: _dataset(args, args.batch, is_training=True, skip=skip),
+        lambda skip, batching: _dataset(args, args.batch, True, skip, batching),
         args.warmup,
         args.batch,
         with_cpu=True,
@@ -213,17 +212,16 @@ def run_train(args, config):
 
 
 def run_predict(args, config):
-    from training.strategy import input_in_background
-
     trainer = _trainer(args, config, 1)
-    # As run_classifier: input on background threads unless the strategy is one CPU replica.
-    background = input_in_background(trainer.strategy)
-    warm = _dataset(args, args.predict_batch, False, background=background).take(args.warmup)
-    trainer.predict(warm)
-    dataset = _dataset(args, args.predict_batch, False, background=background)
-    dataset = dataset.take(args.predict_steps)
+
+    # As run_classifier: the trainer's batching (input on background threads unless the
+    # strategy is one CPU replica).
+    def batches(count):
+        return lambda batching: _dataset(args, args.predict_batch, False, 0, batching).take(count)
+
+    trainer.predict(batches(args.warmup))
     start, start_cpu = time.perf_counter(), time.process_time()
-    outputs = trainer.predict(dataset)
+    outputs = trainer.predict(batches(args.predict_steps))
     examples = len(outputs["predictions"])
     return examples / (time.perf_counter() - start), examples / (time.process_time() - start_cpu)
 

@@ -105,7 +105,7 @@ def run_runner(args, texts):
     from data.tokenization.full_tokenizer import FullTokenizer
     from modeling.config import BertConfig
     from training.loop import TrainConfig, Trainer
-    from training.strategy import create_strategy, input_in_background
+    from training.strategy import create_strategy
     from training.tasks import ClassifierTask
 
     config = BertConfig.from_json_file(os.path.join(args.work_dir, "bert_config.json"))
@@ -130,19 +130,20 @@ def run_runner(args, texts):
             init_checkpoint=os.path.join(args.work_dir, "ckpt", "model.ckpt"),
             keep_checkpoint_max=1,
             seed=args.seed,
+            pad_to_whole_batches=None,
         ),
     )
     tokenizer = FullTokenizer(_vocab(), do_lower_case=True)
-    background = input_in_background(strategy)
 
     def predict(examples, name):
         features = convert_examples_to_features(examples, ["0", "1"], args.seq, tokenizer)
         path = os.path.join(out_dir, f"{name}.tf_record")
         write_classifier_tfrecord(features, path)
-        dataset = classifier_dataset(
-            path, args.seq, False, args.batch, False, background=background
-        )
-        return trainer.predict(dataset)["predictions"]
+        return trainer.predict(
+            lambda batching: classifier_dataset(
+                path, args.seq, False, args.batch, False, batching=batching
+            )
+        )["predictions"]
 
     examples = [InputExample(f"test-{i}", t, None, "0") for i, t in enumerate(texts)]
     predict(examples[: args.warmup * args.batch], "warmup")

@@ -165,11 +165,12 @@ def run_loop(args, config):
             init_checkpoint=None,
             keep_checkpoint_max=5,
             seed=1,
+            pad_to_whole_batches=None,
         ),
     )
     return timed_train(
         trainer,
-        lambda skip: input_pipeline.pretraining_dataset(
+        lambda skip, batching: input_pipeline.pretraining_dataset(
             [args.data],
             args.seq,
             args.preds,
@@ -177,6 +178,7 @@ def run_loop(args, config):
             is_training=True,
             seed=1,
             skip_batches=skip,
+            batching=batching,
         ),
         args.warmup,
         args.batch,

@@ -87,14 +87,19 @@ class BertClassifier(_EncoderWithHead):
     Args:
         config: a `BertConfig`.
         num_labels: classes C (1 for regression).
+        dropout_rate: dropout on the pooled output while training; the original hard-codes
+            0.1.
     """
 
-    config_arguments = ("num_labels",)
+    config_arguments = ("num_labels", "dropout_rate")
 
-    def __init__(self, config, num_labels, name="bert_classifier", **kwargs):
+    def __init__(self, config, num_labels, dropout_rate=0.1, name="bert_classifier", **kwargs):
         super().__init__(config, name, **kwargs)
         self.num_labels = num_labels
-        self.classifier = ClassifierHead(num_labels, _fine_tuning_head_config(config))
+        self.dropout_rate = dropout_rate
+        self.classifier = ClassifierHead(
+            num_labels, _fine_tuning_head_config(config), dropout_rate=dropout_rate
+        )
         self.build()
 
     def call(self, inputs, training=False):
@@ -146,14 +151,20 @@ class BertTokenClassifier(_EncoderWithHead):
     Args:
         config: a `BertConfig`.
         num_labels: tags C.
+        dropout_rate: dropout on the sequence output while training (0.1, as the classifier's).
     """
 
-    config_arguments = ("num_labels",)
+    config_arguments = ("num_labels", "dropout_rate")
 
-    def __init__(self, config, num_labels, name="bert_token_classifier", **kwargs):
+    def __init__(
+        self, config, num_labels, dropout_rate=0.1, name="bert_token_classifier", **kwargs
+    ):
         super().__init__(config, name, **kwargs)
         self.num_labels = num_labels
-        self.classifier = TokenClassifierHead(num_labels, _fine_tuning_head_config(config))
+        self.dropout_rate = dropout_rate
+        self.classifier = TokenClassifierHead(
+            num_labels, _fine_tuning_head_config(config), dropout_rate=dropout_rate
+        )
         self.build()
 
     def call(self, inputs, training=False):

@@ -4,7 +4,6 @@ import dataclasses
 import os
 
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
 from data.glue import metrics
@@ -14,7 +13,7 @@ from data.glue.records import classifier_dataset, write_classifier_tfrecord
 from data.glue.submission import write_leaderboard_file, write_test_results
 from training import fine_tuning
 from training.loop import Trainer
-from training.strategy import input_in_background
+from training.strategy import worker_output_dir
 from training.summaries import write_eval_results
 from training.tasks import ClassifierTask
 
@@ -34,6 +33,7 @@ class ClassifierRun:
     predict_batch_size: int
     num_train_epochs: float
     warmup_proportion: float
+    classifier_dropout_prob: float
 
 
 def _eval_metrics(run, processor, outputs, batch_size, prefix=""):
@@ -80,7 +80,11 @@ def run_classifier(run, bert_config, processor, tokenizer, strategy, train_confi
         strategy: a `tf.distribute.Strategy`.
         train_config: `TrainConfig` (steps and warmup are derived here from the data).
     """
-    tf.io.gfile.makedirs(run.output_dir)
+    with worker_output_dir(strategy, run.output_dir) as output_dir:
+        return _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_config)
+
+
+def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_config):
     labels = processor.get_labels()
 
     def write(examples, name):
@@ -88,14 +92,14 @@ def run_classifier(run, bert_config, processor, tokenizer, strategy, train_confi
             examples, labels, run.max_seq_length, tokenizer, processor.is_regression
         )
         return fine_tuning.write_records(
-            run.output_dir,
+            output_dir,
             name,
             write_classifier_tfrecord,
             features,
             is_regression=processor.is_regression,
         )
 
-    def dataset(path, batch_size, is_training, skip=0):
+    def dataset(path, batch_size, is_training, skip=0, batching=None):
         return classifier_dataset(
             path,
             run.max_seq_length,
@@ -104,13 +108,13 @@ def run_classifier(run, bert_config, processor, tokenizer, strategy, train_confi
             is_training,
             seed=train_config.seed,
             skip_batches=skip,
-            background=input_in_background(strategy, is_training),
+            batching=batching,
         )
 
     def predict(path, examples, title, batch_size):
         padding = sum(isinstance(e, PaddingInputExample) for e in examples)
         fine_tuning.log_inference_set(title, len(examples), padding, batch_size)
-        return trainer.predict(dataset(path, batch_size, False))
+        return trainer.predict(lambda batching: dataset(path, batch_size, False, 0, batching))
 
     train_examples = processor.get_train_examples(run.data_dir) if run.do_train else []
     if run.do_train:
@@ -118,13 +122,21 @@ def run_classifier(run, bert_config, processor, tokenizer, strategy, train_confi
             train_config, len(train_examples), run.num_train_epochs, run.warmup_proportion
         )
     trainer = Trainer(
-        ClassifierTask(bert_config, len(labels), processor.is_regression), strategy, train_config
+        ClassifierTask(
+            bert_config, len(labels), processor.is_regression, run.classifier_dropout_prob
+        ),
+        strategy,
+        train_config,
     )
 
     if run.do_train:
         path = write(train_examples, "train")
         logging.info("  Num examples = %d", len(train_examples))
-        trainer.train(lambda skip: dataset(path, train_config.train_batch_size, True, skip))
+        trainer.train(
+            lambda skip, batching: dataset(
+                path, train_config.train_batch_size, True, skip, batching
+            )
+        )
 
     results = {}
     if run.do_eval:
@@ -135,7 +147,7 @@ def run_classifier(run, bert_config, processor, tokenizer, strategy, train_confi
             prefix = "" if index == 0 else name.replace("dev_", "")
             results.update(_eval_metrics(run, processor, outputs, run.eval_batch_size, prefix))
         results["global_step"] = trainer.step
-        write_eval_results(run.output_dir, results)
+        write_eval_results(output_dir, results)
 
     if run.do_predict:
         test_sets = processor.get_test_sets(run.data_dir).items()
@@ -146,8 +158,8 @@ def run_classifier(run, bert_config, processor, tokenizer, strategy, train_confi
             if len(predictions) != sum(not isinstance(e, PaddingInputExample) for e in examples):
                 raise RuntimeError(f"{len(predictions)} predictions for {len(examples)} examples")
             if index == 0:
-                write_test_results(os.path.join(run.output_dir, "test_results.tsv"), predictions)
+                write_test_results(os.path.join(output_dir, "test_results.tsv"), predictions)
             write_leaderboard_file(
-                os.path.join(run.output_dir, f"{board_name}.tsv"), predictions, processor
+                os.path.join(output_dir, f"{board_name}.tsv"), predictions, processor
             )
     return results

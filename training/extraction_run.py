@@ -14,6 +14,7 @@ from fileio.atomic import open_atomically
 from modeling.bert_model import BertModel
 from modeling.tf1_checkpoint import load_tf1_checkpoint
 from training import inference
+from training.distributed_input import inference_batches
 
 
 @dataclasses.dataclass
@@ -67,7 +68,8 @@ def extract_features(run, bert_config, tokenizer, strategy):
     predict_step = inference.make_predict_step(strategy, layer_outputs, run.jit_compile)
     rows = iter(features)
     with open_atomically(run.output_file) as writer:
-        for outputs in inference.predictions(strategy, predict_step, dataset):
+        batches = inference_batches(strategy, lambda _: dataset, pad=False)
+        for outputs in inference.predictions(predict_step, batches):
             values = [outputs[f"layer_{j}"] for j in range(len(run.layers))]
             for row in range(len(values[0])):
                 feature = next(rows)

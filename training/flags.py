@@ -27,8 +27,13 @@ def define_model_flags(with_vocab=True, lower_case=True):
         )
 
 
-def define_run_flags(fine_tuning):
-    """The original's flags of a training run; fine-tuning adds epochs, warmup and prediction."""
+def define_run_flags(fine_tuning, head_dropout=False):
+    """The original's flags of a training run; fine-tuning adds epochs, warmup and prediction.
+
+    Args:
+        fine_tuning: define the fine-tuning flags.
+        head_dropout: define --classifier_dropout_prob (runners whose head has dropout).
+    """
     flags.DEFINE_string("output_dir", None, "Checkpoints, TFRecords, summaries and results.")
     flags.DEFINE_bool("do_train", False, "Whether to run training.")
     flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
@@ -37,6 +42,12 @@ def define_run_flags(fine_tuning):
         flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
         flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
         flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training with linear warmup.")
+    if head_dropout:
+        flags.DEFINE_float(
+            "classifier_dropout_prob",
+            0.1,
+            "Dropout before the output layer while training (the original's fixed 0.1).",
+        )
 
 
 def define_tpu_flags():
@@ -48,7 +59,9 @@ def define_tpu_flags():
     )
     flags.DEFINE_string("gcp_project", None, "GCP project of the Cloud TPU.")
     flags.DEFINE_string("master", None, "TensorFlow master URL.")
-    flags.DEFINE_integer("num_tpu_cores", 8, "TPU cores (informational; the TPU system decides).")
+    flags.DEFINE_integer(
+        "num_tpu_cores", 8, "TPU cores; when given, checked against the TPU's own count."
+    )
     flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save a checkpoint.")
     flags.DEFINE_integer(
         "iterations_per_loop", 1000, "Steps per compiled call (fewer host round trips)."
@@ -74,6 +87,18 @@ def define_training_flags():
     flags.DEFINE_bool(
         "deterministic", False, "Deterministic ops: a resumed run then equals an uninterrupted one."
     )
+    flags.DEFINE_float(
+        "multi_worker_timeout",
+        300.0,
+        "Seconds a worker of --strategy=multi_worker_mirrored waits for the others in TF_CONFIG.",
+    )
+    flags.DEFINE_bool(
+        "pad_to_whole_batches",
+        None,
+        "Pad the last evaluation/prediction batch to a whole batch (padding examples count for "
+        "nothing), so every batch has one static shape. Default: on for TPUs and several "
+        "workers, off otherwise.",
+    )
 
 
 def strategy_name(flag_values):
@@ -83,12 +108,20 @@ def strategy_name(flag_values):
 
 def strategy_from_flags(flag_values):
     """Creates the strategy; call it before any other TensorFlow work of the process, because
-    logical CPU devices (mirrored without GPUs) can only be configured first."""
+    logical CPU devices (mirrored without GPUs) can only be configured first.
+
+    The TPU is `--tpu_name` in `--tpu_zone` of `--gcp_project`, or the `--master` address, as
+    in the original; `--num_tpu_cores` is checked against it when given on the command line.
+    """
     return create_strategy(
         strategy_name(flag_values),
         num_gpus=flag_values.num_gpus,
         num_cpu_devices=flag_values.num_cpu_devices,
-        tpu_address=flag_values.tpu_name,
+        tpu_address=flag_values.tpu_name or flag_values.master,
+        tpu_zone=flag_values.tpu_zone,
+        gcp_project=flag_values.gcp_project,
+        num_tpu_cores=flag_values.num_tpu_cores if flag_values["num_tpu_cores"].present else None,
+        multi_worker_timeout=flag_values.multi_worker_timeout,
     )
 
 

@@ -1,18 +1,29 @@
 """Batched inference under a strategy: the one path for evaluation, prediction and extraction.
 
-`Trainer.predict` (classifier and SQuAD evaluation and prediction) and extract_features.py both
-run a compiled forward step over a finite dataset with `predictions`; the first collects the
-outputs, the second streams them to its output file batch by batch.
+`Trainer.predict` (classifier, NER and SQuAD evaluation and prediction) and extract_features.py
+both run a compiled forward step over a finite dataset with `predictions`; the first collects
+the outputs, the second streams them to its output file batch by batch.
+
+Padding examples (`is_real_example` 0: the filling of a last batch padded to a whole one, see
+`training.distributed_input`) produce no output row, so every output holds one row per real
+example, in input order.
 """
 
 import numpy as np
 import tensorflow as tf
 
-from training.strategy import inference_batches
+from training.distributed_input import num_workers
+
+# Carries the padding mask from the features to `predictions`, which drops the padding rows.
+_REAL = "_is_real_example"
 
 
 def make_predict_step(strategy, outputs_fn, use_xla=False):
     """Compiles `outputs_fn` as one inference step over a global batch.
+
+    With several workers each replica's outputs are gathered from all replicas (in replica
+    order, which is the order of the global batch), so every worker, the chief included, gets
+    the whole batch.
 
     Args:
         strategy: a `tf.distribute.Strategy`.
@@ -23,27 +34,45 @@ def make_predict_step(strategy, outputs_fn, use_xla=False):
     Returns:
         A function `global batch -> dict of [global batch, ...] tensors`.
     """
-    replica_fn = tf.function(outputs_fn, jit_compile=True) if use_xla else outputs_fn
+    model_fn = tf.function(outputs_fn, jit_compile=True) if use_xla else outputs_fn
+    gather = num_workers(strategy) > 1
+
+    def replica_fn(features):
+        outputs = dict(model_fn(features))
+        if "is_real_example" in features:
+            outputs[_REAL] = tf.reshape(features["is_real_example"], [-1])
+        if gather:
+            context = tf.distribute.get_replica_context()
+            outputs = {k: context.all_gather(v, axis=0) for k, v in outputs.items()}
+        return outputs
 
     @tf.function
     def predict_step(batch):
         per_replica = strategy.run(replica_fn, args=(batch,))
-        return {
-            name: tf.concat(strategy.experimental_local_results(value), axis=0)
-            for name, value in per_replica.items()
-        }
+        local = strategy.experimental_local_results
+        if gather:
+            return {name: local(value)[0] for name, value in per_replica.items()}
+        return {name: tf.concat(local(value), axis=0) for name, value in per_replica.items()}
 
     return predict_step
 
 
-def predictions(strategy, predict_step, dataset):
-    """Runs `predict_step` over every batch of a finite dataset, in order.
+def predictions(predict_step, batches):
+    """Runs `predict_step` over every batch of a finite iterator, in order.
+
+    Args:
+        predict_step: from `make_predict_step`.
+        batches: e.g. `training.distributed_input.inference_batches(...)`.
 
     Yields:
-        dict name -> np.ndarray `[batch, ...]` per batch.
+        dict name -> np.ndarray `[batch, ...]` per batch, padding examples left out.
     """
-    for batch in inference_batches(strategy, dataset):
-        yield {name: value.numpy() for name, value in predict_step(batch).items()}
+    for batch in batches:
+        outputs = {name: value.numpy() for name, value in predict_step(batch).items()}
+        real = outputs.pop(_REAL, None)
+        if real is not None and not real.all():
+            outputs = {name: value[real > 0] for name, value in outputs.items()}
+        yield outputs
 
 
 def collect(batches):

@@ -21,9 +21,14 @@ from modeling import tf1_checkpoint
 from modeling.optimization import create_optimizer
 from training import inference, summaries
 from training.checkpointer import TrainingCheckpointer
+from training.distributed_input import (
+    inference_batches,
+    pad_to_whole_batches,
+    whole_batches,
+)
 from training.loss_scale import DynamicLossScale
 from training.stop_signals import StopRequest
-from training.strategy import inference_batches, is_chief
+from training.strategy import is_chief
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -36,6 +41,8 @@ class TrainConfig:
     flag definitions); `training.settings.settings_from_flags` fills them.
 
     Attributes:
+        pad_to_whole_batches: None decides from the strategy (see
+            `training.distributed_input.pad_to_whole_batches`).
         num_train_steps, num_warmup_steps: None for fine-tuning runs, which derive them from the
             number of examples and `--num_train_epochs` / `--warmup_proportion`.
         weight_decay_rate, clip_norm: the original optimizer's constants.
@@ -54,6 +61,7 @@ class TrainConfig:
     init_checkpoint: str | None
     keep_checkpoint_max: int
     seed: int
+    pad_to_whole_batches: bool | None
     num_train_steps: int | None = None
     num_warmup_steps: int | None = None
     weight_decay_rate: float = 0.01
@@ -104,6 +112,7 @@ class Trainer:
     def __init__(self, task, strategy, config):
         _check(config, strategy.num_replicas_in_sync)
         self.task, self.strategy, self.config = task, strategy, config
+        self.pad_inference = pad_to_whole_batches(strategy, config.pad_to_whole_batches)
         keras.mixed_precision.set_global_policy(config.precision)
         with strategy.scope():
             self.model = task.build_model()
@@ -250,7 +259,9 @@ class Trainer:
         """Trains up to `num_train_steps`, resuming from `self.step`.
 
         Args:
-            dataset_fn: `skip_batches -> tf.data.Dataset` of global batches.
+            dataset_fn: `(skip_batches, batching) -> tf.data.Dataset`: the task's training
+                reader for one input pipeline (`data.records.input_pipeline.Batching`), having
+                skipped the global batches already trained on.
 
         Returns:
             `[(step, loss)]`: the loss of the last update of each compiled call, in order.
@@ -262,8 +273,10 @@ class Trainer:
         if self.step >= cfg.num_train_steps:
             logging.info("Already trained to step %d; nothing to do.", self.step)
             return losses
-        dataset = dataset_fn(self.step)
-        iterator = iter(self.strategy.experimental_distribute_dataset(dataset))
+        start = self.step
+        iterator = whole_batches(
+            self.strategy, lambda batching: dataset_fn(start, batching), is_training=True
+        )
         writer = summaries.SummaryWriter(cfg.output_dir, "train", enabled=is_chief(self.strategy))
         progress = summaries.Progress(self.step, cfg.num_train_steps, cfg.train_batch_size)
         stop = StopRequest()
@@ -302,8 +315,11 @@ class Trainer:
 
     # ----- evaluation and prediction ------------------------------------------------------
 
-    def evaluate(self, dataset, max_eval_steps):
+    def evaluate(self, dataset_fn, max_eval_steps):
         """Runs `max_eval_steps` batches; returns metrics incl. `loss` and `global_step`.
+
+        `dataset_fn` is `batching -> tf.data.Dataset` of whole batches (the pre-training
+        evaluation set repeats).
 
         The task's `metric_sums` gives each metric as (weighted sum, weight) per batch; a
         metric is the ratio of the totals over all batches. `loss` is the mean of the batches'
@@ -330,7 +346,7 @@ class Trainer:
         totals = {name: [0.0, 0.0] for name in task.metric_names}
         loss_sum, batches = 0.0, 0
         logging.info("***** Running evaluation *****")
-        iterator = inference_batches(self.strategy, dataset)
+        iterator = whole_batches(self.strategy, dataset_fn, is_training=False)
         for _ in range(max_eval_steps):
             try:
                 batch = next(iterator)
@@ -347,16 +363,19 @@ class Trainer:
         results["global_step"] = self.step
         return results
 
-    def predict(self, dataset):
+    def predict(self, dataset_fn):
         """Runs the model over a finite dataset; returns the task's `prediction_outputs`.
 
         Args:
-            dataset: a finite `tf.data.Dataset` of feature dicts (the last batch may be short).
+            dataset_fn: `batching -> tf.data.Dataset`: the task's finite reader of feature
+                dicts for one input pipeline (the last batch may be short, or padded when
+                `pad_to_whole_batches`; padding examples are dropped from the outputs).
 
         Returns:
             dict name -> np.ndarray, concatenated over all examples, in order.
         """
-        return inference.collect(inference.predictions(self.strategy, self._predict_step, dataset))
+        batches = inference_batches(self.strategy, dataset_fn, self.pad_inference)
+        return inference.collect(inference.predictions(self._predict_step, batches))
 
     def export_original(self, output_dir, config_json):
         """Writes `bert_model.ckpt` (original names, heads included) and `bert_config.json`."""

@@ -16,7 +16,7 @@ from data.ner.predictions import write_predictions
 from data.ner.records import ner_dataset, write_ner_tfrecord
 from training import fine_tuning
 from training.loop import Trainer
-from training.strategy import input_in_background
+from training.strategy import worker_output_dir
 from training.summaries import write_eval_results
 from training.tasks import NerTask
 
@@ -38,6 +38,7 @@ class NerRun:
     predict_batch_size: int
     num_train_epochs: float
     warmup_proportion: float
+    classifier_dropout_prob: float
 
 
 def _label_list(run, train_file):
@@ -86,7 +87,11 @@ def run_ner(run, bert_config, tokenizer, strategy, train_config):
         strategy: a `tf.distribute.Strategy`.
         train_config: `TrainConfig` (steps and warmup are derived here from the data).
     """
-    tf.io.gfile.makedirs(run.output_dir)
+    with worker_output_dir(strategy, run.output_dir) as output_dir:
+        return _run(run, output_dir, bert_config, tokenizer, strategy, train_config)
+
+
+def _run(run, output_dir, bert_config, tokenizer, strategy, train_config):
     # Every input is read and checked before training, so bad data fails in seconds.
     path_of = {name: os.path.join(run.data_dir, f"{name}.txt") for name in ("train", "dev", "test")}
     train_file = read_conll(path_of["train"], tags="required") if run.do_train else None
@@ -97,7 +102,7 @@ def run_ner(run, bert_config, tokenizer, strategy, train_config):
     for conll_file in (train_file, dev):
         if conll_file is not None:
             ner_labels.check_tags_in_labels(conll_file, labels)
-    ner_labels.write_label_file(os.path.join(run.output_dir, ner_labels.LABELS_FILE), labels)
+    ner_labels.write_label_file(os.path.join(output_dir, ner_labels.LABELS_FILE), labels)
 
     def windows_of(conll_file, title, with_labels):
         windows = build_windows(
@@ -114,40 +119,38 @@ def run_ner(run, bert_config, tokenizer, strategy, train_config):
         return windows
 
     def predict(windows, name, batch_size):
-        path = fine_tuning.write_records(run.output_dir, name, write_ner_tfrecord, windows)
+        path = fine_tuning.write_records(output_dir, name, write_ner_tfrecord, windows)
         logging.info("  Batch size = %d", batch_size)
-        dataset = ner_dataset(
-            path,
-            run.max_seq_length,
-            batch_size,
-            False,
-            background=input_in_background(strategy),
+        outputs = trainer.predict(
+            lambda batching: ner_dataset(
+                path, run.max_seq_length, batch_size, False, batching=batching
+            )
         )
-        outputs = trainer.predict(dataset)
         return outputs, word_predictions(windows, outputs["predictions"], labels)
 
     if run.do_train:
         train_config = fine_tuning.with_training_steps(
             train_config, len(train_file.sentences), run.num_train_epochs, run.warmup_proportion
         )
-    trainer = Trainer(NerTask(bert_config, len(labels)), strategy, train_config)
+    task = NerTask(bert_config, len(labels), run.classifier_dropout_prob)
+    trainer = Trainer(task, strategy, train_config)
 
     if run.do_train:
         windows = windows_of(train_file, "Training data", True)
         # The file lists sentences by document; the input pipeline's small shuffle buffer would
         # leave each batch within a few documents.
         random.Random(train_config.seed).shuffle(windows)
-        path = fine_tuning.write_records(run.output_dir, "train", write_ner_tfrecord, windows)
+        path = fine_tuning.write_records(output_dir, "train", write_ner_tfrecord, windows)
         windows = None  # training reads the file
         trainer.train(
-            lambda skip: ner_dataset(
+            lambda skip, batching: ner_dataset(
                 path,
                 run.max_seq_length,
                 train_config.train_batch_size,
                 True,
                 train_config.seed,
                 skip,
-                background=input_in_background(strategy, True),
+                batching,
             )
         )
 
@@ -155,18 +158,18 @@ def run_ner(run, bert_config, tokenizer, strategy, train_config):
     if run.do_eval:
         windows = windows_of(dev, "Running evaluation", True)
         outputs, word_tags = predict(windows, "eval", run.eval_batch_size)
-        write_predictions(os.path.join(run.output_dir, "eval_predictions.txt"), dev, word_tags)
+        write_predictions(os.path.join(output_dir, "eval_predictions.txt"), dev, word_tags)
         results = _scores(dev, word_tags, outputs, "eval")
         results["global_step"] = trainer.step
-        write_eval_results(run.output_dir, results)
+        write_eval_results(output_dir, results)
 
     if run.do_predict:
         windows = windows_of(test, "Running prediction", False)
         outputs, word_tags = predict(windows, "predict", run.predict_batch_size)
-        write_predictions(os.path.join(run.output_dir, "test_predictions.txt"), test, word_tags)
+        write_predictions(os.path.join(output_dir, "test_predictions.txt"), test, word_tags)
         if test.has_tags:
             # No loss: the test windows carry no labels.
             test_results = _scores(test, word_tags, outputs, "test")
             test_results["global_step"] = trainer.step
-            write_eval_results(run.output_dir, test_results, "test_results.txt", "Test results")
+            write_eval_results(output_dir, test_results, "test_results.txt", "Test results")
     return results

@@ -2,13 +2,12 @@
 
 import dataclasses
 
-import tensorflow as tf
 from absl import logging
 
 from data.records import input_pipeline
 from fileio.patterns import expand_file_patterns
 from training.loop import Trainer
-from training.strategy import input_in_background
+from training.strategy import worker_output_dir
 from training.summaries import write_eval_results
 from training.tasks import PretrainingTask
 
@@ -49,9 +48,8 @@ def run_pretraining(run, bert_config, strategy, train_config):
         logging.info("  %s", path)
     spec = input_pipeline.pretraining_feature_spec(run.max_seq_length, run.max_predictions_per_seq)
     input_pipeline.check_record_lengths(files[0], spec)
-    tf.io.gfile.makedirs(run.output_dir)
 
-    def dataset(batch_size, is_training, skip=0):
+    def dataset(batch_size, is_training, skip, batching):
         return input_pipeline.pretraining_dataset(
             files,
             run.max_seq_length,
@@ -60,16 +58,22 @@ def run_pretraining(run, bert_config, strategy, train_config):
             is_training=is_training,
             seed=train_config.seed,
             skip_batches=skip,
-            background=input_in_background(strategy, is_training),
+            batching=batching,
         )
 
-    trainer = Trainer(PretrainingTask(bert_config), strategy, train_config)
-    if run.do_train:
-        trainer.train(lambda skip: dataset(train_config.train_batch_size, True, skip))
-        trainer.export_original(run.output_dir, bert_config)
-    results = {}
-    if run.do_eval:
-        logging.info("  Batch size = %d", run.eval_batch_size)
-        results = trainer.evaluate(dataset(run.eval_batch_size, False), run.max_eval_steps)
-        write_eval_results(run.output_dir, results)
+    with worker_output_dir(strategy, run.output_dir) as output_dir:
+        trainer = Trainer(PretrainingTask(bert_config), strategy, train_config)
+        if run.do_train:
+            trainer.train(
+                lambda skip, batching: dataset(train_config.train_batch_size, True, skip, batching)
+            )
+            trainer.export_original(run.output_dir, bert_config)
+        results = {}
+        if run.do_eval:
+            logging.info("  Batch size = %d", run.eval_batch_size)
+            results = trainer.evaluate(
+                lambda batching: dataset(run.eval_batch_size, False, 0, batching),
+                run.max_eval_steps,
+            )
+            write_eval_results(output_dir, results)
     return results

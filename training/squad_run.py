@@ -15,7 +15,7 @@ from data.squad.records import squad_dataset, write_squad_tfrecord
 from fileio.atomic import write_atomically
 from training import fine_tuning
 from training.loop import Trainer
-from training.strategy import input_in_background
+from training.strategy import worker_output_dir
 from training.summaries import write_eval_results
 from training.tasks import SquadTask
 
@@ -80,7 +80,18 @@ def run_squad(run, bert_config, tokenizer, strategy, train_config):
         strategy: a `tf.distribute.Strategy`.
         train_config: `TrainConfig` (steps and warmup are derived here from the data).
     """
-    tf.io.gfile.makedirs(run.output_dir)
+    with worker_output_dir(strategy, run.output_dir) as output_dir:
+        # Files go to this worker's directory; checkpoints follow train_config.output_dir.
+        return _run(
+            dataclasses.replace(run, output_dir=output_dir),
+            bert_config,
+            tokenizer,
+            strategy,
+            train_config,
+        )
+
+
+def _run(run, bert_config, tokenizer, strategy, train_config):
     train_examples = []
     if run.do_train:
         train_examples = read_squad_examples(run.train_file, True, run.version_2_with_negative)
@@ -97,13 +108,14 @@ def run_squad(run, bert_config, tokenizer, strategy, train_config):
         logging.info("  Num split examples = %d", len(features))
         features = None  # training reads the file; the list can be large
         trainer.train(
-            lambda skip: squad_dataset(
+            lambda skip, batching: squad_dataset(
                 path,
                 run.max_seq_length,
                 train_config.train_batch_size,
                 True,
                 train_config.seed,
                 skip,
+                batching,
             )
         )
 
@@ -115,14 +127,11 @@ def run_squad(run, bert_config, tokenizer, strategy, train_config):
     logging.info("  Num orig examples = %d", len(examples))
     logging.info("  Num split examples = %d", len(features))
     logging.info("  Batch size = %d", run.predict_batch_size)
-    dataset = squad_dataset(
-        path,
-        run.max_seq_length,
-        run.predict_batch_size,
-        False,
-        background=input_in_background(strategy),
+    outputs = trainer.predict(
+        lambda batching: squad_dataset(
+            path, run.max_seq_length, run.predict_batch_size, False, batching=batching
+        )
     )
-    outputs = trainer.predict(dataset)
     if len(outputs["unique_ids"]) != len(features):
         raise RuntimeError(f"{len(outputs['unique_ids'])} results for {len(features)} features")
     results = [

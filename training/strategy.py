@@ -1,10 +1,13 @@
-"""tf.distribute strategies from plain arguments."""
+"""tf.distribute strategies from plain arguments, and which worker writes."""
 
-import json
-import os
+import contextlib
+import shutil
+import tempfile
 
 import tensorflow as tf
 from absl import logging
+
+from training import cluster
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
@@ -28,7 +31,34 @@ def _ensure_logical_cpus(count):
     return devices
 
 
-def create_strategy(name="one_device", num_gpus=None, num_cpu_devices=None, tpu_address=None):
+def _tpu_strategy(tpu, zone, project, num_tpu_cores):
+    """A TPUStrategy on `tpu` (name or grpc:// address; "" = the local TPU), as the original's
+    `TPUClusterResolver(tpu_name, zone=tpu_zone, project=gcp_project)`."""
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+        tpu=tpu or "", zone=zone, project=project
+    )
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    strategy = tf.distribute.TPUStrategy(resolver)
+    cores = strategy.num_replicas_in_sync
+    if num_tpu_cores is not None and num_tpu_cores != cores:
+        raise ValueError(
+            f"--num_tpu_cores={num_tpu_cores} but the TPU {tpu or '(local)'} has {cores} cores; "
+            f"pass --num_tpu_cores={cores} or leave the flag out."
+        )
+    return strategy
+
+
+def create_strategy(
+    name="one_device",
+    num_gpus=None,
+    num_cpu_devices=None,
+    tpu_address=None,
+    tpu_zone=None,
+    gcp_project=None,
+    num_tpu_cores=None,
+    multi_worker_timeout=300.0,
+):
     """Builds the distribution strategy.
 
     Args:
@@ -36,20 +66,28 @@ def create_strategy(name="one_device", num_gpus=None, num_cpu_devices=None, tpu_
             * `one_device`: the first GPU if there is one, else the CPU.
             * `mirrored`: all local GPUs (or the first `num_gpus`); without GPUs,
               `num_cpu_devices` logical CPU devices (for tests of the distributed path).
-            * `multi_worker_mirrored`: the cluster in the `TF_CONFIG` environment variable.
-            * `tpu`: the TPU at `tpu_address` (name or grpc://host:port; "" = local).
+            * `multi_worker_mirrored`: the cluster in the `TF_CONFIG` environment variable;
+              waits up to `multi_worker_timeout` seconds for every worker to start.
+            * `tpu`: the TPU at `tpu_address` (name or grpc://host:port; "" = local), in
+              `tpu_zone` of `gcp_project` for a TPU given by name.
         num_gpus: limit for `mirrored`.
         num_cpu_devices: logical CPU devices for `mirrored` when no GPU exists.
-        tpu_address: for `tpu`.
+        tpu_address, tpu_zone, gcp_project: for `tpu`.
+        num_tpu_cores: for `tpu`, the number of cores expected (None: whatever the TPU has).
+        multi_worker_timeout: seconds a worker waits for the others of the cluster.
 
     Returns:
         A `tf.distribute.Strategy`.
 
     Raises:
-        ValueError: for an unknown name or a missing TF_CONFIG.
+        ValueError: for an unknown name, a missing or bad TF_CONFIG, workers that do not
+            start in time, or a TPU with another number of cores.
     """
     if name not in STRATEGIES:
         raise ValueError(f"Unknown distribution strategy {name!r}; use one of {list(STRATEGIES)}.")
+    if name == "multi_worker_mirrored":
+        # Before TensorFlow starts its server: a missing worker is an error, not a silent hang.
+        cluster.wait_for_workers(cluster.read_tf_config(), multi_worker_timeout)
     # Physical devices first: listing logical ones would fix the CPU layout too early.
     has_gpu = bool(tf.config.list_physical_devices("GPU"))
     if name == "mirrored" and not has_gpu:
@@ -67,51 +105,11 @@ def create_strategy(name="one_device", num_gpus=None, num_cpu_devices=None, tpu_
             devices, cross_device_ops=None if gpus else tf.distribute.ReductionToOneDevice()
         )
     elif name == "multi_worker_mirrored":
-        if "TF_CONFIG" not in os.environ:
-            raise ValueError(
-                "multi_worker_mirrored needs the TF_CONFIG environment variable describing the "
-                'cluster, e.g. {"cluster": {"worker": ["host1:2222", "host2:2222"]}, '
-                '"task": {"type": "worker", "index": 0}}.'
-            )
-        try:
-            json.loads(os.environ["TF_CONFIG"])
-        except json.JSONDecodeError as err:
-            # TensorFlow's own parse error names neither the variable nor the position.
-            raise ValueError(
-                f"The TF_CONFIG environment variable is not valid JSON ({err}): "
-                f"{os.environ['TF_CONFIG']!r}."
-            ) from None
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
     else:
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or "")
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-        strategy = tf.distribute.TPUStrategy(resolver)
+        strategy = _tpu_strategy(tpu_address, tpu_zone, gcp_project, num_tpu_cores)
     logging.info("Strategy %s with %d replica(s)", name, strategy.num_replicas_in_sync)
     return strategy
-
-
-def input_in_background(strategy, is_training=False):
-    """Whether input should be read on tf.data's background threads for this strategy.
-
-    Always for training. For evaluation and prediction, not on one CPU replica: the model's
-    compute already occupies every core, so input threads beside it only compete with it (on
-    shared virtual machines, wall time then rises in 100 ms steps with CPU time unchanged).
-    There, batches are read on the caller's thread; a parse costs well under 1% of a forward
-    pass.
-    """
-    if is_training:
-        return True
-    devices = strategy.extended.worker_devices
-    return len(devices) != 1 or tf.DeviceSpec.from_string(devices[0]).device_type != "CPU"
-
-
-def inference_batches(strategy, dataset):
-    """Iterates a finite evaluation or prediction dataset as `strategy.run` expects it."""
-    if input_in_background(strategy):
-        return iter(strategy.experimental_distribute_dataset(dataset))
-    # One CPU replica takes plain tensors; the distributed iterator would add a prefetch thread.
-    return iter(dataset)
 
 
 def is_chief(strategy):
@@ -124,3 +122,22 @@ def is_chief(strategy):
         and resolver.task_id == 0
         and "chief" not in resolver.cluster_spec().as_dict()
     )
+
+
+@contextlib.contextmanager
+def worker_output_dir(strategy, output_dir):
+    """Where this worker writes a run's files: `output_dir` on the chief (created), elsewhere
+    a temporary directory removed at exit.
+
+    Every worker runs the same steps (records of the examples, evaluation, prediction), but
+    only the chief's files land in `output_dir`; the others' copies go away with the run.
+    """
+    if is_chief(strategy):
+        tf.io.gfile.makedirs(output_dir)
+        yield output_dir
+        return
+    scratch = tempfile.mkdtemp(prefix="bert-worker-")
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -111,18 +111,20 @@ class ClassifierTask:
         config: a `BertConfig`.
         num_labels: number of classes (ignored for regression).
         is_regression: one float output and a squared-error loss.
+        dropout_rate: the head's dropout while training (`--classifier_dropout_prob`).
     """
 
     loss_epsilons = (0.0,)
 
-    def __init__(self, config, num_labels, is_regression=False):
+    def __init__(self, config, num_labels, is_regression=False, dropout_rate=0.1):
         self.config = config
         self.is_regression = is_regression
         self.num_labels = 1 if is_regression else num_labels
+        self.dropout_rate = dropout_rate
         self.model = None
 
     def build_model(self):
-        self.model = BertClassifier(self.config, self.num_labels)
+        self.model = BertClassifier(self.config, self.num_labels, self.dropout_rate)
         return self.model
 
     def variable_map(self):
@@ -230,17 +232,19 @@ class NerTask:
     Args:
         config: a `BertConfig`.
         num_labels: tags C.
+        dropout_rate: the head's dropout while training (`--classifier_dropout_prob`).
     """
 
     loss_epsilons = (0.0,)
 
-    def __init__(self, config, num_labels):
+    def __init__(self, config, num_labels, dropout_rate=0.1):
         self.config = config
         self.num_labels = num_labels
+        self.dropout_rate = dropout_rate
         self.model = None
 
     def build_model(self):
-        self.model = BertTokenClassifier(self.config, self.num_labels)
+        self.model = BertTokenClassifier(self.config, self.num_labels, self.dropout_rate)
         # The head reads the sequence output only: the pooler gets no gradient and stays as
         # loaded, as run_squad's.
         self.model.bert.pooler.trainable = False

@@ -61,7 +61,7 @@ def classifier_dataset(
     is_training,
     seed=None,
     skip_batches=0,
-    background=True,
+    batching=None,
 ):
     """The original run_classifier input pipeline over a file of `write_classifier_tfrecord`.
 
@@ -73,4 +73,4 @@ def classifier_dataset(
         `is_real_example` int32 `[batch]`.
     """
     spec = classifier_feature_spec(max_seq_length, is_regression)
-    return fine_tuning_dataset(path, spec, batch_size, is_training, seed, skip_batches, background)
+    return fine_tuning_dataset(path, spec, batch_size, is_training, seed, skip_batches, batching)

@@ -24,7 +24,7 @@ def write_ner_tfrecord(windows, path):
 
 
 def ner_dataset(
-    path, max_seq_length, batch_size, is_training, seed=None, skip_batches=0, background=True
+    path, max_seq_length, batch_size, is_training, seed=None, skip_batches=0, batching=None
 ):
     """The fine-tuning input pipeline over a file of `write_ner_tfrecord`.
 
@@ -34,4 +34,4 @@ def ner_dataset(
         A `tf.data.Dataset` of dicts of int32 `[batch, max_seq_length]` tensors.
     """
     spec = ner_feature_spec(max_seq_length)
-    return fine_tuning_dataset(path, spec, batch_size, is_training, seed, skip_batches, background)
+    return fine_tuning_dataset(path, spec, batch_size, is_training, seed, skip_batches, batching)

@@ -60,7 +60,7 @@ def write_squad_tfrecord(features, path, is_training):
 
 
 def squad_dataset(
-    path, max_seq_length, batch_size, is_training, seed=None, skip_batches=0, background=True
+    path, max_seq_length, batch_size, is_training, seed=None, skip_batches=0, batching=None
 ):
     """The original run_squad input pipeline over a file of `write_squad_tfrecord`.
 
@@ -72,4 +72,4 @@ def squad_dataset(
         `start_positions`, `end_positions` `[batch]`.
     """
     spec = squad_feature_spec(max_seq_length, is_training)
-    return fine_tuning_dataset(path, spec, batch_size, is_training, seed, skip_batches, background)
+    return fine_tuning_dataset(path, spec, batch_size, is_training, seed, skip_batches, batching)

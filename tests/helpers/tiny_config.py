@@ -48,6 +48,7 @@ def tiny_train_config(output_dir, **overrides):
         init_checkpoint=None,
         keep_checkpoint_max=5,
         seed=7,
+        pad_to_whole_batches=None,
         num_train_steps=10,
         num_warmup_steps=2,
     )

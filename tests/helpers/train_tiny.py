@@ -33,8 +33,9 @@ def main():
 
     from data.records import input_pipeline
     from tests.helpers.tiny_config import tiny_config, tiny_train_config
+    from training.distributed_input import input_in_background
     from training.loop import Trainer
-    from training.strategy import create_strategy, input_in_background
+    from training.strategy import create_strategy
     from training.tasks import PretrainingTask
 
     if args.deterministic:
@@ -56,8 +57,8 @@ def main():
     start = trainer.step
     initial = {n: v.numpy() for n, v in trainer.task.variable_map().items()}
     losses = trainer.train(
-        lambda skip: input_pipeline.pretraining_dataset(
-            [args.data], 32, 5, args.batch, is_training=True, seed=7, skip_batches=skip
+        lambda skip, batching: input_pipeline.pretraining_dataset(
+            [args.data], 32, 5, args.batch, True, seed=7, skip_batches=skip, batching=batching
         )
     )
     weights = {n: v.numpy() for n, v in trainer.task.variable_map().items()}
@@ -65,10 +66,12 @@ def main():
     background = input_in_background(strategy)
     evaluation = {}
     if args.eval_steps:
-        eval_data = input_pipeline.pretraining_dataset(
-            [args.data], 32, 5, args.batch, is_training=False, background=background
+        evaluation = trainer.evaluate(
+            lambda batching: input_pipeline.pretraining_dataset(
+                [args.data], 32, 5, args.batch, False, batching=batching
+            ),
+            args.eval_steps,
         )
-        evaluation = trainer.evaluate(eval_data, args.eval_steps)
     np.savez(
         args.result,
         start_step=start,

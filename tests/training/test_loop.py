@@ -130,6 +130,10 @@ def test_multi_worker_mirrored_two_processes(data, tmp_path):
     assert int(w0["replicas"]) == 2
     np.testing.assert_array_equal(w0["losses"], w1["losses"])
     assert _max_weight_diff(w0, w1) == 0.0
+    # Each worker reads its half of every global batch: the run is the one-device run.
+    one = _run_harness(data, tmp_path / "one", tmp_path / "one.npz", "--batch", 8, "--steps", 4)
+    assert np.abs(one["losses"] - w0["losses"]).max() <= 1e-5
+    assert _max_weight_diff(one, w0) <= 1e-5
 
 
 def test_predict_with_xla_matches_eager_model_in_order(tmp_path):
@@ -159,7 +163,7 @@ def test_predict_with_xla_matches_eager_model_in_order(tmp_path):
             strategy,
             tiny_train_config(tmp_path / str(xla), use_xla=xla),
         )
-        outputs[xla] = trainer.predict(dataset)["predictions"]
+        outputs[xla] = trainer.predict(lambda _: dataset)["predictions"]
         expected = trainer.task.forward(features, training=False)["predictions"].numpy()
         np.testing.assert_allclose(outputs[xla], expected, rtol=0, atol=1e-5)
     assert outputs[False].shape == (n, 3)

@@ -23,6 +23,7 @@ from data.glue.features import (
 from data.glue.processor_base import InputExample, PaddingInputExample
 from data.glue.processors import get_processor
 from data.glue.records import classifier_dataset, write_classifier_tfrecord
+from data.records.input_pipeline import Batching
 from data.tokenization.full_tokenizer import FullTokenizer
 from tests.helpers.paths import TESTDATA
 from tests.oracles import run_oracle
@@ -162,7 +163,9 @@ def test_classifier_dataset_orders(tmp_path):
     assert batches[-1]["is_real_example"].numpy().tolist() == [1, 0]
     assert {k: v.dtype for k, v in batches[0].items()} == dict.fromkeys(batches[0], tf.int32)
     # Read on the caller's thread (one CPU replica): the same batches.
-    foreground = list(classifier_dataset(path, 4, False, 4, False, background=False))
+    foreground = list(
+        classifier_dataset(path, 4, False, 4, False, batching=Batching(background=False))
+    )
     for got, want in zip(foreground, batches, strict=True):
         assert {k: v.numpy().tolist() for k, v in got.items()} == {
             k: v.numpy().tolist() for k, v in want.items()

@@ -1,0 +1,208 @@
+"""The runners as two worker processes on localhost (TF_CONFIG), against one-device runs of the
+same commands: the same weights and results, files written by the chief only, resume after
+both workers are killed, and a clear error when a worker never comes."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from modeling import tf1_checkpoint
+from tests.helpers.glue_tasks import write_sst2
+from tests.helpers.scripts import ENV, REPO, run_in_repo
+from tests.helpers.tiny_config import write_tiny_config
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _start_workers(cmd, tmp_path, count=2, ports=None):
+    """Starts `count` workers of one cluster; each has its own TMPDIR (to see what it leaves)."""
+    ports = ports or _free_ports(count)
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    procs = []
+    for index in range(count):
+        scratch = tmp_path / f"tmp{index}"
+        scratch.mkdir(exist_ok=True)
+        tf_config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
+        env = {**ENV, "TF_CONFIG": json.dumps(tf_config), "TMPDIR": str(scratch)}
+        procs.append(
+            subprocess.Popen(
+                [*cmd, "--strategy=multi_worker_mirrored"],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    return procs
+
+
+def _wait(procs, timeout=600):
+    errors = [proc.communicate(timeout=timeout)[1] for proc in procs]
+    for proc, err in zip(procs, errors, strict=True):
+        assert proc.returncode == 0, err[-3000:]
+    return errors
+
+
+def _weights(path):
+    return tf1_checkpoint.read_checkpoint(str(path))
+
+
+def _max_diff(a, b):
+    assert sorted(a) == sorted(b)
+    return max(float(np.abs(a[k] - b[k]).max()) for k in a if a[k].dtype.kind == "f")
+
+
+def _results(path):
+    return dict(line.split(" = ") for line in path.read_text().splitlines())
+
+
+def _assert_results_close(a, b):
+    assert sorted(a) == sorted(b)
+    for key in a:
+        np.testing.assert_allclose(float(a[key]), float(b[key]), rtol=0, atol=1e-5, err_msg=key)
+
+
+def _pretrain_cmd(data, out, *extra):
+    return [
+        sys.executable,
+        os.path.join(REPO, "run_pretraining.py"),
+        f"--input_file={data / 'data.tfrecord'}",
+        f"--output_dir={out}",
+        f"--bert_config_file={data / 'no_dropout.json'}",
+        "--do_train",
+        "--do_eval",
+        "--train_batch_size=8",
+        "--eval_batch_size=8",
+        "--max_eval_steps=5",
+        "--max_seq_length=32",
+        "--max_predictions_per_seq=5",
+        "--num_train_steps=30",
+        "--num_warmup_steps=3",
+        "--learning_rate=1e-3",
+        "--iterations_per_loop=1",
+        "--log_every_steps=1",
+        "--deterministic",
+        *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def pretrained(data, tmp_path_factory):
+    """One-device and two-worker runs of the same run_pretraining command."""
+    root = tmp_path_factory.mktemp("pretraining")
+    write_tiny_config(
+        data / "no_dropout.json", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+    )
+    one = run_in_repo(_pretrain_cmd(data, root / "one"), timeout=600)
+    assert one.returncode == 0, one.stderr[-3000:]
+    _wait(_start_workers(_pretrain_cmd(data, root / "two"), root))
+    return root
+
+
+def test_pretraining_two_workers_equal_one_device(pretrained):
+    one, two = pretrained / "one", pretrained / "two"
+    a, b = _weights(one / "bert_model.ckpt"), _weights(two / "bert_model.ckpt")
+    assert _max_diff(a, b) <= 1e-5
+    _assert_results_close(_results(one / "eval_results.txt"), _results(two / "eval_results.txt"))
+    # Only the chief wrote, the same files as one device; the other worker left nothing.
+    assert sorted(os.listdir(one)) == sorted(os.listdir(two))
+    assert os.listdir(pretrained / "tmp1") == []
+
+
+def test_two_workers_killed_resume_to_the_uninterrupted_weights(data, pretrained, tmp_path):
+    out = tmp_path / "killed"
+    cmd = _pretrain_cmd(data, out, "--save_checkpoints_steps=5", "--num_train_steps=30")
+    procs = _start_workers(cmd, tmp_path)
+    deadline = time.time() + 300
+    while not (out / "model.ckpt-10.index").exists():
+        assert time.time() < deadline and all(p.poll() is None for p in procs)
+        time.sleep(0.05)
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+    assert not (out / "bert_model.ckpt.index").exists()
+    errors = _wait(_start_workers(cmd, tmp_path))
+    assert "Resumed from" in errors[0] and "Resumed from" in errors[1]
+    assert (
+        _max_diff(
+            _weights(out / "bert_model.ckpt"), _weights(pretrained / "two" / "bert_model.ckpt")
+        )
+        <= 1e-6
+    )
+
+
+def _classifier_cmd(data, out):
+    return [
+        sys.executable,
+        os.path.join(REPO, "run_classifier.py"),
+        "--task_name=SST-2",
+        f"--data_dir={data}",
+        f"--vocab_file={os.path.join(REPO, 'tests/testdata/glue/vocab.txt')}",
+        f"--bert_config_file={data / 'bert_config.json'}",
+        "--max_seq_length=16",
+        "--train_batch_size=8",
+        "--eval_batch_size=4",
+        "--predict_batch_size=4",
+        "--learning_rate=2e-3",
+        "--num_train_epochs=2",
+        "--classifier_dropout_prob=0",
+        f"--output_dir={out}",
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+        "--deterministic",
+    ]
+
+
+def test_classifier_two_workers_equal_one_device(tmp_path):
+    data = tmp_path / "sst2"
+    # 21 dev and 13 test examples: neither a multiple of the batch, so the last batches pad.
+    write_sst2(data, num_train=64, num_dev=21, num_test=13)
+    write_tiny_config(
+        data / "bert_config.json",
+        vocab_size=186,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    one = run_in_repo(_classifier_cmd(data, tmp_path / "one"), timeout=600)
+    assert one.returncode == 0, one.stderr[-3000:]
+    _wait(_start_workers(_classifier_cmd(data, tmp_path / "two"), tmp_path))
+    a, b = tmp_path / "one", tmp_path / "two"
+    assert _max_diff(_weights(a / "model.ckpt-16"), _weights(b / "model.ckpt-16")) <= 1e-5
+    _assert_results_close(_results(a / "eval_results.txt"), _results(b / "eval_results.txt"))
+    probabilities = [np.loadtxt(d / "test_results.tsv") for d in (a, b)]
+    assert probabilities[0].shape == (13, 2)
+    np.testing.assert_allclose(probabilities[0], probabilities[1], rtol=0, atol=1e-5)
+    assert (a / "SST-2.tsv").read_text() == (b / "SST-2.tsv").read_text()
+    assert sorted(os.listdir(a)) == sorted(os.listdir(b))
+    assert os.listdir(tmp_path / "tmp1") == []
+
+
+def test_missing_worker_fails_with_its_address(data, tmp_path):
+    ports = _free_ports(2)
+    (proc,) = _start_workers(
+        _pretrain_cmd(data, tmp_path / "out", "--multi_worker_timeout=3"), tmp_path, 1, ports
+    )
+    # Worker 0 of a two-worker cluster, started alone.
+    start = time.time()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert time.time() - start < 60
+    assert f"127.0.0.1:{ports[1]} did not answer within 3 s" in err
+    assert "TF_CONFIG=" in err
+    assert not (tmp_path / "out").exists()
