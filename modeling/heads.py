@@ -54,8 +54,9 @@ class MaskedLMHead(keras.layers.Layer):
 
     def build(self, input_shape=None):
         self.transform.build()
+        # Added to the float32 logits; autocast=False keeps a mixed policy from rounding it.
         self.output_bias = self.add_weight(
-            name="output_bias", shape=(self.vocab_size,), initializer="zeros"
+            name="output_bias", shape=(self.vocab_size,), initializer="zeros", autocast=False
         )
 
     def call(self, sequence_output, masked_lm_positions, embedding_table):
@@ -90,8 +91,9 @@ class _OutputProjection(keras.layers.Layer):
             shape=(self.num_outputs, self.hidden_size),
             initializer=truncated_normal(self.initializer_range),
         )
+        # Added to the float32 logits; autocast=False keeps a mixed policy from rounding it.
         self.output_bias = self.add_weight(
-            name="output_bias", shape=(self.num_outputs,), initializer="zeros"
+            name="output_bias", shape=(self.num_outputs,), initializer="zeros", autocast=False
         )
 
     def call(self, x):

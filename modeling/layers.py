@@ -37,8 +37,10 @@ class LayerNorm(keras.layers.Layer):
     """Layer normalisation over the last axis, as the original's `layer_norm`.
 
     Variables `gamma` (ones) and `beta` (zeros) of shape `[H]`; population variance; epsilon
-    1e-12. Statistics are computed in float32 whatever the compute dtype, because a half-precision
-    variance of 768 values loses the digits the 1e-12 epsilon is meant to protect.
+    1e-12. Statistics and the scale and shift are computed in float32 whatever the compute dtype,
+    with the float32 variables, because a half-precision variance of 768 values loses the digits
+    the 1e-12 epsilon is meant to protect; only the result is cast to the compute dtype, the
+    input of the next matmul.
 
     The layer is conventionally named "LayerNorm" (CamelCase) because that is its checkpoint
     scope in every original BERT checkpoint.
@@ -46,8 +48,14 @@ class LayerNorm(keras.layers.Layer):
 
     def build(self, input_shape):
         width = input_shape[-1]
-        self.gamma = self.add_weight(name="gamma", shape=(width,), initializer="ones")
-        self.beta = self.add_weight(name="beta", shape=(width,), initializer="zeros")
+        # autocast=False: under a mixed policy Keras would hand `call` float16 / bfloat16
+        # copies of gamma and beta, rounding them before the float32 arithmetic below.
+        self.gamma = self.add_weight(
+            name="gamma", shape=(width,), initializer="ones", autocast=False
+        )
+        self.beta = self.add_weight(
+            name="beta", shape=(width,), initializer="zeros", autocast=False
+        )
 
     def call(self, x):
         x32 = tf.cast(x, tf.float32)

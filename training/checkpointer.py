@@ -100,7 +100,9 @@ class TrainingCheckpointer:
         arrays = {n: reader.get_tensor(n) for n in wanted if n in shapes}
         tf1_checkpoint.check_arrays_match(wanted, arrays, prefix, allow_missing=False)
         for name, var in wanted.items():
-            var.assign(arrays[name].astype(var.dtype))
+            # Keras variables name their dtype by a string, tf.Variables (the loss scale) by
+            # a tf.DType, which numpy does not read.
+            var.assign(arrays[name].astype(tf.as_dtype(var.dtype).as_numpy_dtype))
         step = int(reader.get_tensor("global_step"))
         self.optimizer.iterations.assign(step)
         logging.info("Resumed from %s at step %d", prefix, step)

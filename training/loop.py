@@ -213,7 +213,9 @@ class Trainer:
         tvars = self.model.trainable_variables
         grads, _ = tf.clip_by_global_norm(self.loss_scale.unscale(grads), self.config.clip_norm)
         self.loss_scale.apply_if_finite(
-            grads, lambda: self.optimizer.apply_gradients(zip(grads, tvars, strict=True))
+            grads,
+            lambda g: self.optimizer.apply_gradients(zip(g, tvars, strict=True)),
+            self.optimizer.iterations,
         )
         return loss
 

@@ -64,7 +64,11 @@ def _pad_to(batch_size):
         missing = batch_size - count
         real = tf.concat([tf.ones([count], tf.int32), tf.zeros([missing], tf.int32)], 0)
         filled = tf.concat([records, tf.fill([missing], records[0])], 0)
-        return {"records": tf.reshape(filled, [batch_size]), "is_real_example": real}
+        # Reshaped so that the batch dimension is static, as a TPU needs.
+        return {
+            "records": tf.reshape(filled, [batch_size]),
+            "is_real_example": tf.reshape(real, [batch_size]),
+        }
 
     return pad
 

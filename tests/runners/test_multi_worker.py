@@ -183,6 +183,17 @@ def test_classifier_two_workers_equal_one_device(tmp_path):
     assert one.returncode == 0, one.stderr[-3000:]
     _wait(_start_workers(_classifier_cmd(data, tmp_path / "two"), tmp_path))
     a, b = tmp_path / "one", tmp_path / "two"
+    variable = (_results(a / "eval_results.txt"), np.loadtxt(a / "test_results.tsv"))
+    # One device, evaluating and predicting again on the fixed-shape path the workers take
+    # (and a TPU would), from the same checkpoint: the same files.
+    padded = run_in_repo(
+        [*_classifier_cmd(data, a), "--do_train=false", "--pad_to_whole_batches"], timeout=600
+    )
+    assert padded.returncode == 0, padded.stderr[-3000:]
+    assert "Num examples = 24 (21 actual, 3 padding)" in padded.stderr
+    # Equal up to float rounding: a short last batch and a whole one run other kernels.
+    _assert_results_close(_results(a / "eval_results.txt"), variable[0])
+    np.testing.assert_allclose(np.loadtxt(a / "test_results.tsv"), variable[1], rtol=0, atol=1e-6)
     assert _max_diff(_weights(a / "model.ckpt-16"), _weights(b / "model.ckpt-16")) <= 1e-5
     _assert_results_close(_results(a / "eval_results.txt"), _results(b / "eval_results.txt"))
     probabilities = [np.loadtxt(d / "test_results.tsv") for d in (a, b)]
