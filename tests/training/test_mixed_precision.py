@@ -98,6 +98,11 @@ def _grads(trainer, poison=None, seed=0):
     return [tf.constant(g) for g in grads]
 
 
+def _saved(prefix):
+    """Everything a training checkpoint holds: weights, slots, step and `_training_state`."""
+    return tf1_checkpoint.read_checkpoint(str(prefix), include_optimizer=True)
+
+
 def _assert_same(a, b, keys):
     for key in keys:
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
@@ -151,17 +156,8 @@ def test_scale_doubles_after_growth_interval_finite_steps_in_a_row(tmp_path, gro
         seen.append((float(scale.value.numpy()) / INITIAL_SCALE, int(scale.good_steps.numpy())))
     # A non-finite step halves the scale and restarts the count; the third finite step in a
     # row doubles the scale and restarts the count again.
-    assert seen == [
-        (1, 1),
-        (1, 2),
-        (0.5, 0),
-        (0.5, 1),
-        (0.5, 2),
-        (1, 0),
-        (1, 1),
-        (0.5, 0),
-        (0.5, 1),
-    ]
+    assert [scale for scale, _ in seen] == [1, 1, 0.5, 0.5, 0.5, 1, 1, 0.5, 0.5]
+    assert [count for _, count in seen] == [1, 2, 0, 1, 2, 0, 1, 0, 1]
     assert int(trainer.optimizer.iterations.numpy()) == 9
 
     # Both parts of the state (neither at its initial value now) travel with a checkpoint.
@@ -188,12 +184,8 @@ def test_scale_state_survives_a_resume_equal_to_an_uninterrupted_run(
     full = _trainer(tmp_path / "full", "mixed_float16", **settings)
     full.train(_batches(data))
     assert full.step == 16 and int(full.optimizer.iterations.numpy()) == 16
-    middle = tf1_checkpoint.read_checkpoint(
-        str(tmp_path / "full" / "model.ckpt-8"), include_optimizer=True
-    )
-    end = tf1_checkpoint.read_checkpoint(
-        str(tmp_path / "full" / "model.ckpt-16"), include_optimizer=True
-    )
+    full_dir = tmp_path / "full"
+    middle, end = _saved(full_dir / "model.ckpt-8"), _saved(full_dir / "model.ckpt-16")
     scale_8 = float(middle["_training_state/loss_scale"])
     # Without a skip the scale would be 2^15 * 2^8 at step 8, and 2^8 times that at 16.
     assert scale_8 < INITIAL_SCALE * 2**8
@@ -207,9 +199,7 @@ def test_scale_state_survives_a_resume_equal_to_an_uninterrupted_run(
     assert resumed.step == 8 and int(resumed.optimizer.iterations.numpy()) == 8
     assert scale_8 != INITIAL_SCALE and float(resumed.loss_scale.value.numpy()) == scale_8
     resumed.train(_batches(data))
-    again = tf1_checkpoint.read_checkpoint(
-        str(tmp_path / "resumed" / "model.ckpt-16"), include_optimizer=True
-    )
+    again = _saved(tmp_path / "resumed" / "model.ckpt-16")
     assert sorted(again) == sorted(end)
     for name in end:
         np.testing.assert_array_equal(again[name], end[name], err_msg=name)
@@ -218,16 +208,9 @@ def test_scale_state_survives_a_resume_equal_to_an_uninterrupted_run(
 def test_skipped_steps_on_two_mirrored_replicas_equal_one_device(data, tmp_path):
     """The skip decision, the scale and the step count are taken once for all replicas."""
     result = tmp_path / "result.npz"
-    command = [
-        sys.executable,
-        "-m",
-        "tests.helpers.train_float16_replicas",
-        f"--data={data / 'data.tfrecord'}",
-        f"--out_dir={tmp_path}",
-        f"--result={result}",
-        "--steps=12",
-    ]
-    done = run_in_repo(command, timeout=600)
+    helper = [sys.executable, "-m", "tests.helpers.train_float16_replicas", "--steps=12"]
+    paths = [f"--data={data / 'data.tfrecord'}", f"--out_dir={tmp_path}", f"--result={result}"]
+    done = run_in_repo(helper + paths, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     runs = dict(np.load(result))
     assert int(runs["mirrored/replicas"]) == 2 and int(runs["one_device/replicas"]) == 1
@@ -350,18 +333,12 @@ def test_softmax_layer_norm_logits_and_losses_are_float32(policy):
 # ----- training curves and loop structure ----------------------------------------------------
 
 
-def _float_dtypes(prefix):
-    dtypes = tf.train.load_checkpoint(prefix).get_variable_to_dtype_map()
-    return {name: d for name, d in dtypes.items() if d.is_floating}
-
-
 def test_mixed_precision_losses_track_float32(data, tmp_path):
     steps = 200
     curves, initial = {}, {}
     for precision in ("float32", *MIXED):
-        trainer = _trainer(
-            tmp_path / precision, precision, num_train_steps=steps, num_warmup_steps=20
-        )
+        settings = dict(num_train_steps=steps, num_warmup_steps=20)
+        trainer = _trainer(tmp_path / precision, precision, **settings)
         initial[precision] = {n: v.numpy() for n, v in trainer.task.variable_map().items()}
         losses = trainer.train(_batches(data))
         assert [s for s, _ in losses] == list(range(1, steps + 1))
@@ -370,7 +347,8 @@ def test_mixed_precision_losses_track_float32(data, tmp_path):
         assert int(trainer.optimizer.iterations.numpy()) == steps
         # Variables and checkpoints stay float32 (weights, slots, the loss scale).
         assert all(v.dtype == "float32" for v in trainer.model.weights)
-        saved = _float_dtypes(trainer.checkpointer.latest())
+        dtypes = tf.train.load_checkpoint(trainer.checkpointer.latest()).get_variable_to_dtype_map()
+        saved = {name: d for name, d in dtypes.items() if d.is_floating}
         assert any(n.endswith("/adam_v") for n in saved)
         assert set(saved.values()) == {tf.float32}, saved
     for precision in MIXED:
@@ -409,15 +387,11 @@ def deterministic_ops():
 
 def test_iterations_per_loop_leaves_the_weights_unchanged(data, tmp_path, deterministic_ops):
     runs = {}
+    # Logs and saves too rare to cut a compiled call short.
+    settings = dict(num_train_steps=30, log_every_steps=1000, save_checkpoints_steps=1000)
     for per_loop in (1, 7, 100):
-        trainer = _trainer(
-            tmp_path / str(per_loop),
-            "float32",
-            num_train_steps=30,
-            iterations_per_loop=per_loop,
-            log_every_steps=1000,
-            save_checkpoints_steps=1000,
-        )
+        out_dir = tmp_path / str(per_loop)
+        trainer = _trainer(out_dir, "float32", iterations_per_loop=per_loop, **settings)
         start = _state(trainer)
         losses = dict(trainer.train(_batches(data)))
         runs[per_loop] = (losses, _state(trainer))
