@@ -217,3 +217,33 @@ def test_missing_worker_fails_with_its_address(data, tmp_path):
     assert f"127.0.0.1:{ports[1]} did not answer within 3 s" in err
     assert "TF_CONFIG=" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_multiworker_script_trains_as_one_device(data, pretrained, tmp_path):
+    """scripts/run_pretraining_multiworker.sh with the flags of the one-device run."""
+    flags = _pretrain_cmd(data, tmp_path / "out")[2:]
+    env = {
+        **ENV,
+        "NUM_WORKERS": "2",
+        "BASE_PORT": str(_free_ports(1)[0]),
+        "LOG_DIR": str(tmp_path),
+        "BERT_CONFIG": str(data / "no_dropout.json"),
+        "INPUT_FILE": str(data / "data.tfrecord"),
+    }
+    script = os.path.join(REPO, "scripts", "run_pretraining_multiworker.sh")
+    result = subprocess.run(
+        ["bash", script, str(tmp_path / "out"), *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, (
+        result.stderr + (tmp_path / "pretraining-worker-0.log").read_text()[-3000:]
+    )
+    assert (
+        "Strategy multi_worker_mirrored with 2 replica(s)"
+        in (tmp_path / "pretraining-worker-1.log").read_text()
+    )
+    one = _weights(pretrained / "one" / "bert_model.ckpt")
+    assert _max_diff(one, _weights(tmp_path / "out" / "bert_model.ckpt")) <= 1e-5
