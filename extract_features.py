@@ -39,6 +39,12 @@ flags.DEFINE_bool(
     "use_one_hot_embeddings", False, "Accepted for compatibility; a gather is used (same values)."
 )
 flags.DEFINE_bool("jit_compile", False, "Compile the forward pass with XLA.")
+flags.DEFINE_bool(
+    "pad_to_max_seq_length",
+    False,
+    "Run every batch at --max_seq_length, as the original; by default lines are batched by "
+    "length and each batch cut to its longest (the same values, written in input order).",
+)
 
 
 def parse_layer_indexes(text, num_layers):

@@ -196,6 +196,8 @@ def _trainer(args, config, num_steps):
             keep_checkpoint_max=5,
             seed=args.seed,
             pad_to_whole_batches=None,
+            # Every batch at full length, as the bare step it is compared with.
+            pad_to_max_seq_length=True,
         ),
     )
 

@@ -131,6 +131,8 @@ def run_runner(args, texts):
             keep_checkpoint_max=1,
             seed=args.seed,
             pad_to_whole_batches=None,
+            # Every batch at full length, as the bare step it is compared with.
+            pad_to_max_seq_length=True,
         ),
     )
     tokenizer = FullTokenizer(_vocab(), do_lower_case=True)

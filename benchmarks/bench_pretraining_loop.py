@@ -1,12 +1,18 @@
 """Throughput of the whole pre-training loop against the bare model step at the same config.
 
-Two modes, each run in a process of its own by `--driver`:
+Three modes, each run in a process of its own (`--driver` runs the first two):
 
 * `bare`: `PretrainingTask` model, loss and `create_optimizer` in a plain `tf.function` step on
   one fixed in-memory batch: no input pipeline, no strategy, no logging, no checkpoints.
 * `loop`: `training.loop.Trainer` exactly as run_pretraining uses it, reading TFRecords through
   `data.records.input_pipeline.pretraining_dataset` (parsing, shuffling, batching), with
   `--iterations_per_loop` steps per compiled call and progress logging every call.
+* `model_garden`: the peer, Model Garden's `BertPretrainer` step at the same settings
+  (`model_garden_pretraining.py`).
+
+`--strategy mirrored` runs `loop` and `model_garden` over all local GPUs (one logical CPU device
+without GPUs); the JSON line then also gives examples/s and TFLOP/s per replica, and the peak
+device memory of the process (the largest over its GPUs).
 
 Examples per second are measured after `--warmup` steps (the first call compiles). The driver
 interleaves the variants over `--rounds` rounds and prints each variant's median and its ratio
@@ -15,8 +21,9 @@ to the bare step's median.
     python benchmarks/bench_pretraining_loop.py --driver --config mini --batch 32 --rounds 3
     python benchmarks/bench_pretraining_loop.py --mode loop --config base --batch 8 --xla
 
-On a GPU machine `benchmarks/gpu_pretraining.sh` runs the BERT-base and BERT-large phase-1
-measurement (bf16 + XLA) and prints examples/s and model-FLOPs utilisation.
+On a GPU machine `benchmarks/accelerator_check.sh` runs this script's `loop` and `model_garden`
+modes over the BERT-base / BERT-large, phase-1 / phase-2, precision and XLA matrix and prints
+sequences/s per GPU and model-FLOPs utilisation.
 """
 
 import argparse
@@ -32,6 +39,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CONFIGS = {
+    # For dry runs of the accelerator check on a CPU.
+    "tiny": dict(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64),
     "mini": dict(
         num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024
     ),
@@ -134,15 +143,27 @@ def run_bare(args, config):
     return args.steps * args.batch / (time.perf_counter() - start)
 
 
-def run_loop(args, config):
+def _dataset_fn(args):
+    from data.records import input_pipeline
+
+    return lambda skip, batching: input_pipeline.pretraining_dataset(
+        [args.data],
+        args.seq,
+        args.preds,
+        args.batch,
+        is_training=True,
+        seed=1,
+        skip_batches=skip,
+        batching=batching,
+    )
+
+
+def run_loop(args, config, strategy, marks):
     import keras
 
-    from data.records import input_pipeline
     from training.loop import TrainConfig, Trainer
-    from training.strategy import create_strategy
     from training.tasks import PretrainingTask
 
-    strategy = create_strategy("one_device")
     keras.utils.set_random_seed(1)
     total = args.warmup + args.steps
     out = tempfile.mkdtemp(prefix="bench_loop_")
@@ -166,38 +187,38 @@ def run_loop(args, config):
             keep_checkpoint_max=5,
             seed=1,
             pad_to_whole_batches=None,
+            # Every batch at full length, as the bare step it is compared with.
+            pad_to_max_seq_length=True,
         ),
     )
-    return timed_train(
-        trainer,
-        lambda skip, batching: input_pipeline.pretraining_dataset(
-            [args.data],
-            args.seq,
-            args.preds,
-            args.batch,
-            is_training=True,
-            seed=1,
-            skip_batches=skip,
-            batching=batching,
-        ),
-        args.warmup,
-        args.batch,
-    )
+    # The closing checkpoint is written after the timed window; skipping it saves seconds to
+    # minutes of disk writes per run (BERT-large with its Adam slots is about 4 GB).
+    trainer.checkpointer.save = lambda step: None
+    return timed_train(trainer, _dataset_fn(args), args.warmup, args.batch, marks=marks)
 
 
-def timed_train(trainer, dataset_fn, warmup, batch, with_cpu=False):
+def run_model_garden(args, config, strategy):
+    """Model Garden's step; returns (examples/s, first call s)."""
+    from model_garden_pretraining import timed_run
+
+    dataset_fn = _dataset_fn(args)
+    return timed_run(config, strategy, args, lambda batching: dataset_fn(0, batching))
+
+
+def timed_train(trainer, dataset_fn, warmup, batch, with_cpu=False, marks=None):
     """Runs `trainer.train(dataset_fn)`; examples/s after the first `warmup` steps.
 
     Timed by the trainer's progress lines (log every compiled call) from the end of the first
     call that reaches `warmup` steps to the end of training, so `warmup` should be a multiple of
     the trainer's steps per call. With `with_cpu`, returns (examples per second, examples per
-    CPU-second of the process).
+    CPU-second of the process). `marks`, a list, receives the (step, wall, CPU) times of
+    every progress line.
     """
     import logging
 
     from absl import logging as absl_logging
 
-    marks = []
+    marks = [] if marks is None else marks
 
     class ProgressMarks(logging.Handler):
         def emit(self, record):
@@ -218,21 +239,73 @@ def timed_train(trainer, dataset_fn, warmup, batch, with_cpu=False):
     return (rate, examples / (end_cpu - start_cpu)) if with_cpu else rate
 
 
-def measure(args):
+def device_memory(reset=False):
+    """Peak bytes allocated on the busiest GPU of this process (None without a GPU); with
+    `reset`, starts the peaks afresh instead."""
+    import tensorflow as tf
+
+    gpus = tf.config.list_logical_devices("GPU")
+    if not gpus:
+        return None
+    if reset:
+        for d in gpus:
+            tf.config.experimental.reset_memory_stats(d.name)
+        return None
+    return max(tf.config.experimental.get_memory_info(d.name)["peak"] for d in gpus)
+
+
+def device_name():
+    """The first GPU's name (e.g. "NVIDIA H200"), or "CPU"."""
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return "CPU"
+    return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
+
+
+def measure_row(args):
+    """Runs one `--mode` measurement; returns its results as a dict (see `measure`)."""
+    import time
+
+    device_memory(reset=True)
     config = bert_config(args.config)
-    rate = run_bare(args, config) if args.mode == "bare" else run_loop(args, config)
+    replicas, first_call = 1, None
+    if args.mode == "bare":
+        rate = run_bare(args, config)
+    else:
+        from training.strategy import create_strategy
+
+        strategy = create_strategy(args.strategy)
+        replicas = strategy.num_replicas_in_sync
+        start = time.perf_counter()
+        if args.mode == "loop":
+            marks = []
+            rate = run_loop(args, config, strategy, marks)
+            first_call = marks[0][1] - start if marks else None
+        else:
+            rate, first_call = run_model_garden(args, config, strategy)
     flops = train_flops_per_example(config, args.seq, args.preds)
-    print(
-        json.dumps(
-            {
-                "mode": args.mode,
-                "xla": args.xla,
-                "ipl": args.iterations_per_loop,
-                "examples_per_s": rate,
-                "tflops": rate * flops / 1e12,
-            }
-        )
-    )
+    return {
+        "mode": args.mode,
+        "xla": args.xla,
+        "ipl": args.iterations_per_loop,
+        "precision": args.precision,
+        "replicas": replicas,
+        "device": device_name(),
+        "examples_per_s": rate,
+        "examples_per_s_per_replica": rate / replicas,
+        "tflops": rate * flops / 1e12,
+        "tflops_per_replica": rate * flops / 1e12 / replicas,
+        "first_call_s": first_call,
+        "peak_memory_bytes": device_memory(),
+    }
+
+
+def measure(args):
+    """Prints one JSON line: examples/s and model TFLOP/s (in all and per replica), the time
+    of the first compiled call, and the peak device memory."""
+    print(json.dumps(measure_row(args)))
 
 
 VARIANTS = [
@@ -280,10 +353,17 @@ def drive(args):
         print(f"{name:<12} {median:>12.2f} {median / base:>8.3f}")
 
 
-def main():
+def build_parser():
+    """The command-line flags; `accelerator_check.py` builds each of its rows from them."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--driver", action="store_true", help="Run all variants interleaved.")
-    parser.add_argument("--mode", choices=["bare", "loop"], default="loop")
+    parser.add_argument("--mode", choices=["bare", "loop", "model_garden"], default="loop")
+    parser.add_argument(
+        "--strategy",
+        choices=["one_device", "mirrored"],
+        default="one_device",
+        help="loop and model_garden: one device, or mirrored over all local GPUs.",
+    )
     parser.add_argument("--config", choices=sorted(CONFIGS), default="mini")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=128)
@@ -295,7 +375,14 @@ def main():
     parser.add_argument("--precision", default="float32")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--data", default=None, help="TFRecord file (made if missing).")
-    args = parser.parse_args()
+    return parser
+
+
+def main():
+    args = build_parser().parse_args()
+    if args.mode == "model_garden":
+        # Model Garden runs on tf_keras; this must be set before TensorFlow is imported.
+        os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     if args.data is None:
         args.data = os.path.join(
             tempfile.gettempdir(), f"bench_pretraining_{args.seq}_{args.preds}.tfrecord"

@@ -1,5 +1,6 @@
 """Input under a strategy: one tf.data pipeline per worker (or TPU host), each feeding its
-replicas their part of every global batch (see `data.records.input_pipeline.Batching`).
+replicas their part of every global batch (see `data.records.batching.Batching`), cut to a
+length bucket unless `--pad_to_max_seq_length` or a TPU asks for the full length.
 
 A dataset function here is `batching -> tf.data.Dataset`: it builds the task's reader for one
 input pipeline. Training and the pre-training evaluation read endless streams of whole batches.
@@ -9,9 +10,11 @@ shapes, as the original on CPU and GPU); with several workers or a TPU, or when 
 marked `is_real_example` = 0, which inference drops again (the original's TPU path).
 """
 
+import dataclasses
+
 import tensorflow as tf
 
-from data.records.input_pipeline import Batching
+from data.records.batching import Batching
 
 
 def num_workers(strategy):
@@ -60,7 +63,13 @@ def input_in_background(strategy, is_training=False):
     return len(devices) != 1 or tf.DeviceSpec.from_string(devices[0]).device_type != "CPU"
 
 
-def whole_batches(strategy, dataset_fn, is_training, pad=False):
+def trim_lengths(strategy, pad_to_max_seq_length=False):
+    """Whether batches are cut to length buckets: unless asked not to, and never on a TPU,
+    whose compiled steps need one static sequence length."""
+    return not pad_to_max_seq_length and not _is_tpu(strategy)
+
+
+def whole_batches(strategy, dataset_fn, is_training, options=None):
     """Iterates a dataset of whole batches as `strategy.run` expects it.
 
     Each input pipeline (one per worker or TPU host) builds `dataset_fn(batching)` and yields
@@ -71,41 +80,44 @@ def whole_batches(strategy, dataset_fn, is_training, pad=False):
         strategy: a `tf.distribute.Strategy`.
         dataset_fn: `Batching -> tf.data.Dataset`.
         is_training: training input (always read on background threads).
-        pad: the dataset is finite and its last batch is padded (inference).
+        options: a `Batching` whose padding, trimming and sorting settings apply; the
+            pipeline fields are filled in here.
     """
-    background = input_in_background(strategy, is_training)
-    if strategy.num_replicas_in_sync == 1 and not background:
+    options = dataclasses.replace(
+        options or Batching(), background=input_in_background(strategy, is_training)
+    )
+    if strategy.num_replicas_in_sync == 1 and not options.background:
         # One CPU replica takes plain tensors; a distributed iterator would add a prefetch thread.
-        return iter(dataset_fn(Batching(pad_to_whole_batches=pad, background=False)))
+        return iter(dataset_fn(options))
 
     def pipeline(context):
         return dataset_fn(
-            Batching(
+            dataclasses.replace(
+                options,
                 num_pipelines=context.num_input_pipelines,
                 pipeline_index=context.input_pipeline_id,
                 replicas=context.num_replicas_in_sync // context.num_input_pipelines,
-                pad_to_whole_batches=pad,
-                background=background,
             )
         )
 
     return iter(strategy.distribute_datasets_from_function(pipeline))
 
 
-def inference_batches(strategy, dataset_fn, pad):
+def inference_batches(strategy, dataset_fn, options):
     """Iterates a finite evaluation or prediction set as `strategy.run` expects it.
 
     Args:
         strategy: a `tf.distribute.Strategy`.
         dataset_fn: `Batching -> tf.data.Dataset`.
-        pad: every batch whole, the last one padded (`pad_to_whole_batches`); otherwise the
-            last batch may be short, which only a single worker can run.
+        options: a `Batching` with the padding, trimming and sorting settings. Without
+            `pad_to_whole_batches` the last batch may be short, which only a single worker
+            can run.
     """
-    if pad:
-        return whole_batches(strategy, dataset_fn, is_training=False, pad=True)
-    background = input_in_background(strategy)
-    dataset = dataset_fn(Batching(background=background))
-    if not background:
+    if options.pad_to_whole_batches:
+        return whole_batches(strategy, dataset_fn, is_training=False, options=options)
+    options = dataclasses.replace(options, background=input_in_background(strategy))
+    dataset = dataset_fn(options)
+    if not options.background:
         return iter(dataset)
     # One worker's replicas: the strategy splits each global batch, a short one included.
     return iter(strategy.experimental_distribute_dataset(dataset))

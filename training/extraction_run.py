@@ -10,11 +10,15 @@ from data.extraction.features import (
     format_json_line,
     read_examples,
 )
+from data.records.batching import Batching, batch_examples
 from fileio.atomic import open_atomically
 from modeling.bert_model import BertModel
 from modeling.tf1_checkpoint import load_tf1_checkpoint
 from training import inference
-from training.distributed_input import inference_batches
+from training.distributed_input import inference_batches, trim_lengths
+
+# Lines are sorted by length within windows of this many batches, then written in input order.
+_SORT_WINDOW_BATCHES = 64
 
 
 @dataclasses.dataclass
@@ -32,6 +36,7 @@ class ExtractionRun:
     max_seq_length: int
     batch_size: int
     jit_compile: bool
+    pad_to_max_seq_length: bool
 
 
 def extract_features(run, bert_config, tokenizer, strategy):
@@ -59,23 +64,24 @@ def extract_features(run, bert_config, tokenizer, strategy):
         layers = model(inputs, training=False)["all_encoder_layers"]
         return {f"layer_{j}": layers[index] for j, index in enumerate(run.layers)}
 
-    dataset = tf.data.Dataset.from_tensor_slices(
-        {
-            name: tf.constant([getattr(f, name) for f in features], tf.int32)
-            for name in ("input_ids", "input_mask", "segment_ids")
-        }
-    ).batch(run.batch_size)
+    columns = {
+        name: tf.constant([getattr(f, name) for f in features], tf.int32)
+        for name in ("input_ids", "input_mask", "segment_ids")
+    }
+    trim = trim_lengths(strategy, run.pad_to_max_seq_length)
+    options = Batching(trim_to_buckets=trim, sort_batches=_SORT_WINDOW_BATCHES if trim else 0)
+
+    def dataset(batching):
+        chunk = run.batch_size * max(batching.sort_batches, 1)
+        stream = tf.data.Dataset.from_tensor_slices(columns).batch(chunk)
+        return batch_examples(stream, run.batch_size, False, batching)
+
     predict_step = inference.make_predict_step(strategy, layer_outputs, run.jit_compile)
-    rows = iter(features)
+    batches = inference.predictions(predict_step, inference_batches(strategy, dataset, options))
     with open_atomically(run.output_file) as writer:
-        batches = inference_batches(strategy, lambda _: dataset, pad=False)
-        for outputs in inference.predictions(predict_step, batches):
+        for feature, outputs in zip(features, inference.in_input_order(batches), strict=True):
             values = [outputs[f"layer_{j}"] for j in range(len(run.layers))]
-            for row in range(len(values[0])):
-                feature = next(rows)
-                line = format_json_line(
-                    feature.unique_id, feature.tokens, run.layers, [v[row] for v in values]
-                )
-                writer.write(line + "\n")
+            line = format_json_line(feature.unique_id, feature.tokens, run.layers, values)
+            writer.write(line + "\n")
     logging.info("Wrote %d lines to %s", len(features), run.output_file)
     return len(features)

@@ -93,6 +93,13 @@ def define_training_flags():
         "Seconds a worker of --strategy=multi_worker_mirrored waits for the others in TF_CONFIG.",
     )
     flags.DEFINE_bool(
+        "pad_to_max_seq_length",
+        False,
+        "Run every batch at --max_seq_length, as the original. By default each batch is cut "
+        "to its longest real sequence (rounded up to a multiple of max_seq_length/8), which "
+        "changes no result beyond float rounding; a TPU always runs the full length.",
+    )
+    flags.DEFINE_bool(
         "pad_to_whole_batches",
         None,
         "Pad the last evaluation/prediction batch to a whole batch (padding examples count for "

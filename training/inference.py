@@ -5,8 +5,10 @@ both run a compiled forward step over a finite dataset with `predictions`; the f
 the outputs, the second streams them to its output file batch by batch.
 
 Padding examples (`is_real_example` 0: the filling of a last batch padded to a whole one, see
-`training.distributed_input`) produce no output row, so every output holds one row per real
-example, in input order.
+`training.distributed_input`) produce no output row, and examples sorted by length for batching
+(`example_index`) come back in input order, so every output holds one row per real example, in
+input order. Batches cut to a length bucket give per-token outputs of that length; `collect`
+pads them to the longest with zeros (positions past an example's real length mean nothing).
 """
 
 import numpy as np
@@ -14,8 +16,9 @@ import tensorflow as tf
 
 from training.distributed_input import num_workers
 
-# Carries the padding mask from the features to `predictions`, which drops the padding rows.
+# Carry the padding mask and the input position from the features to `predictions`.
 _REAL = "_is_real_example"
+_INDEX = "_example_index"
 
 
 def make_predict_step(strategy, outputs_fn, use_xla=False):
@@ -41,6 +44,8 @@ def make_predict_step(strategy, outputs_fn, use_xla=False):
         outputs = dict(model_fn(features))
         if "is_real_example" in features:
             outputs[_REAL] = tf.reshape(features["is_real_example"], [-1])
+        if "example_index" in features:
+            outputs[_INDEX] = features["example_index"]
         if gather:
             context = tf.distribute.get_replica_context()
             outputs = {k: context.all_gather(v, axis=0) for k, v in outputs.items()}
@@ -65,7 +70,9 @@ def predictions(predict_step, batches):
         batches: e.g. `training.distributed_input.inference_batches(...)`.
 
     Yields:
-        dict name -> np.ndarray `[batch, ...]` per batch, padding examples left out.
+        dict name -> np.ndarray `[batch, ...]` per batch, padding examples left out; with
+        `example_index` (sorted input) in the order of the batches, not of the input (see
+        `in_input_order`).
     """
     for batch in batches:
         outputs = {name: value.numpy() for name, value in predict_step(batch).items()}
@@ -75,10 +82,47 @@ def predictions(predict_step, batches):
         yield outputs
 
 
+def _concatenate(parts):
+    """Concatenates along the batch axis, zero-padding the other axes to the largest."""
+    shape = np.max([p.shape for p in parts], axis=0)
+    padded = [
+        np.pad(p, [(0, 0)] + [(0, int(n - m)) for n, m in zip(shape[1:], p.shape[1:], strict=True)])
+        for p in parts
+    ]
+    return np.concatenate(padded)
+
+
 def collect(batches):
-    """Concatenates the per-batch outputs of `predictions`: dict name -> np.ndarray [N, ...]."""
+    """Concatenates the per-batch outputs of `predictions`: dict name -> np.ndarray [N, ...],
+    rows in input order."""
     collected = {}
     for outputs in batches:
         for name, value in outputs.items():
             collected.setdefault(name, []).append(value)
-    return {name: np.concatenate(parts) for name, parts in collected.items()}
+    result = {name: _concatenate(parts) for name, parts in collected.items()}
+    index = result.pop(_INDEX, None)
+    if index is not None:
+        order = np.argsort(index, kind="stable")
+        result = {name: value[order] for name, value in result.items()}
+    return result
+
+
+def in_input_order(batches):
+    """Rows of `predictions`' batches, one dict name -> np.ndarray per example, in input order.
+
+    Sorted input is put back in order as it streams: only rows that arrive before their turn
+    wait (at most a sorting window of them).
+    """
+    waiting, turn, offset = {}, 0, 0
+    for outputs in batches:
+        index = outputs.pop(_INDEX, None)
+        count = len(next(iter(outputs.values())))
+        keys = range(offset, offset + count) if index is None else index.tolist()
+        offset += count
+        for row, key in enumerate(keys):
+            waiting[key] = {name: value[row] for name, value in outputs.items()}
+        while turn in waiting:
+            yield waiting.pop(turn)
+            turn += 1
+    if waiting:
+        raise RuntimeError(f"The outputs of {len(waiting)} examples arrived without their turn.")

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from data.records.batching import Batching
 from modeling import tf1_checkpoint
 from modeling.optimization import create_optimizer
 from training import inference, summaries
@@ -24,6 +25,7 @@ from training.checkpointer import TrainingCheckpointer
 from training.distributed_input import (
     inference_batches,
     pad_to_whole_batches,
+    trim_lengths,
     whole_batches,
 )
 from training.loss_scale import DynamicLossScale
@@ -31,6 +33,9 @@ from training.stop_signals import StopRequest
 from training.strategy import is_chief
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# Prediction sorts examples by length within windows of this many batches: long enough to
+# group similar lengths, short enough that memory stays flat on large files.
+_SORT_WINDOW_BATCHES = 64
 
 
 @dataclasses.dataclass
@@ -43,6 +48,9 @@ class TrainConfig:
     Attributes:
         pad_to_whole_batches: None decides from the strategy (see
             `training.distributed_input.pad_to_whole_batches`).
+        pad_to_max_seq_length: False cuts every batch to its longest sequence, rounded up to
+            a length bucket (`data.records.batching`); True keeps the records' full length,
+            as the original (a TPU always does).
         num_train_steps, num_warmup_steps: None for fine-tuning runs, which derive them from the
             number of examples and `--num_train_epochs` / `--warmup_proportion`.
         weight_decay_rate, clip_norm: the original optimizer's constants.
@@ -62,6 +70,7 @@ class TrainConfig:
     keep_checkpoint_max: int
     seed: int
     pad_to_whole_batches: bool | None
+    pad_to_max_seq_length: bool
     num_train_steps: int | None = None
     num_warmup_steps: int | None = None
     weight_decay_rate: float = 0.01
@@ -113,6 +122,8 @@ class Trainer:
         _check(config, strategy.num_replicas_in_sync)
         self.task, self.strategy, self.config = task, strategy, config
         self.pad_inference = pad_to_whole_batches(strategy, config.pad_to_whole_batches)
+        # Tasks whose loss or outputs read padding positions keep the full length.
+        self.trim = task.trims_padding and trim_lengths(strategy, config.pad_to_max_seq_length)
         keras.mixed_precision.set_global_policy(config.precision)
         with strategy.scope():
             self.model = task.build_model()
@@ -277,7 +288,10 @@ class Trainer:
             return losses
         start = self.step
         iterator = whole_batches(
-            self.strategy, lambda batching: dataset_fn(start, batching), is_training=True
+            self.strategy,
+            lambda batching: dataset_fn(start, batching),
+            is_training=True,
+            options=Batching(trim_to_buckets=self.trim),
         )
         writer = summaries.SummaryWriter(cfg.output_dir, "train", enabled=is_chief(self.strategy))
         progress = summaries.Progress(self.step, cfg.num_train_steps, cfg.train_batch_size)
@@ -348,7 +362,12 @@ class Trainer:
         totals = {name: [0.0, 0.0] for name in task.metric_names}
         loss_sum, batches = 0.0, 0
         logging.info("***** Running evaluation *****")
-        iterator = whole_batches(self.strategy, dataset_fn, is_training=False)
+        iterator = whole_batches(
+            self.strategy,
+            dataset_fn,
+            is_training=False,
+            options=Batching(trim_to_buckets=self.trim),
+        )
         for _ in range(max_eval_steps):
             try:
                 batch = next(iterator)
@@ -376,7 +395,13 @@ class Trainer:
         Returns:
             dict name -> np.ndarray, concatenated over all examples, in order.
         """
-        batches = inference_batches(self.strategy, dataset_fn, self.pad_inference)
+        options = Batching(
+            pad_to_whole_batches=self.pad_inference,
+            trim_to_buckets=self.trim,
+            # Similar lengths batched together; the outputs come back in input order.
+            sort_batches=_SORT_WINDOW_BATCHES if self.trim else 0,
+        )
+        batches = inference_batches(self.strategy, dataset_fn, options)
         return inference.collect(inference.predictions(self._predict_step, batches))
 
     def export_original(self, output_dir, config_json):

@@ -3,7 +3,8 @@
 A task has `build_model()` (called in the strategy's scope), `variable_map()` (original
 checkpoint name -> variable, for loading, saving and `model.ckpt-N`), `forward(features,
 training)` (a dict of tensors, "aux"), `loss_weights(features)`, `loss_numerators(aux)` and
-`loss_epsilons`, and for `Trainer.evaluate` `metric_sums(aux)` and `metric_names`, for
+`loss_epsilons`, `trims_padding` (whether batches may be cut to their longest sequence), and
+for `Trainer.evaluate` `metric_sums(aux)` and `metric_names`, for
 `Trainer.predict` `prediction_outputs(aux)`.
 
 A task's loss is a sum of terms `sum(numerator_t) / (sum(weight_t) + epsilon_t)` where the
@@ -32,6 +33,8 @@ class PretrainingTask:
 
     # The masked-LM loss divides by sum(weights) + 1e-5; the NSP loss is a plain mean.
     loss_epsilons = (1e-5, 0.0)
+    # Masked positions are real tokens and the NSP head reads [CLS]: padding changes nothing.
+    trims_padding = True
     metric_names = (
         "masked_lm_accuracy",
         "masked_lm_loss",
@@ -115,6 +118,8 @@ class ClassifierTask:
     """
 
     loss_epsilons = (0.0,)
+    # The head reads [CLS] only: batches can be cut to their longest sequence.
+    trims_padding = True
 
     def __init__(self, config, num_labels, is_regression=False, dropout_rate=0.1):
         self.config = config
@@ -180,6 +185,9 @@ class SquadTask:
     """
 
     loss_epsilons = (0.0, 0.0)
+    # The original's softmax over start (end) positions and its n-best search read every
+    # position's logit, padding included: cutting the padding would change both.
+    trims_padding = False
 
     def __init__(self, config):
         self.config = config
@@ -236,6 +244,8 @@ class NerTask:
     """
 
     loss_epsilons = (0.0,)
+    # Only labelled positions (first pieces of real words) count: padding changes nothing.
+    trims_padding = True
 
     def __init__(self, config, num_labels, dropout_rate=0.1):
         self.config = config

@@ -3,100 +3,15 @@
 `pretraining_dataset` reads create_pretraining_data.py's files; `fine_tuning_dataset` reads one
 file of a task's records given its schema (`data.glue.records`, `data.squad.records`).
 
-Every reader first defines the global stream of serialized records (its order depends only on
-the files and the seed) and cuts it into global batches of `batch_size`. A `Batching` then says
-which part of each global batch this input pipeline yields: with several pipelines (one per
-worker or TPU host) and replicas, each pipeline keeps its contiguous slice of every global batch,
-split into one batch per replica it feeds, so the replicas of one step together see exactly the
-global batch one device would, whatever the number of workers.
+Every reader defines the global stream of serialized records (its order depends only on the
+files and the seed) and cuts it into global batches of `batch_size`; a
+`data.records.batching.Batching` says what one input pipeline yields of each (its slice for its
+replicas, cut to a length bucket, sorted, padded to whole batches).
 """
-
-import dataclasses
 
 import tensorflow as tf
 
-
-@dataclasses.dataclass(frozen=True)
-class Batching:
-    """Which part of each global batch one input pipeline yields, and how.
-
-    Attributes:
-        num_pipelines: input pipelines of the whole cluster (one per worker or TPU host).
-        pipeline_index: this pipeline, in `[0, num_pipelines)`.
-        replicas: replicas this pipeline feeds. With one pipeline and one replica the
-            pipeline yields whole global batches; otherwise per-replica batches of
-            `batch_size / (num_pipelines * replicas)` examples, `replicas` of them per step.
-        pad_to_whole_batches: for finite evaluation and prediction sets: the last global
-            batch is filled up to `batch_size` with copies of its first record whose
-            `is_real_example` is 0 (the original's `PaddingInputExample`), so that every batch
-            has one static shape, as a TPU needs.
-        background: parse and prefetch on tf.data threads (False: on the consumer's thread).
-    """
-
-    num_pipelines: int = 1
-    pipeline_index: int = 0
-    replicas: int = 1
-    pad_to_whole_batches: bool = False
-    background: bool = True
-
-    @property
-    def splits(self):
-        """Parts each global batch is cut into (one per replica of the cluster)."""
-        return self.num_pipelines * self.replicas
-
-    def local(self):
-        """The same batching for a pipeline that reads a stream of its own (file sharding)."""
-        return dataclasses.replace(self, num_pipelines=1, pipeline_index=0)
-
-    def check_batch_size(self, batch_size, flag="batch size"):
-        """Raises ValueError unless `batch_size` splits evenly over the cluster's replicas."""
-        if batch_size % self.splits:
-            raise ValueError(
-                f"The {flag} {batch_size} is not divisible by the number of replicas "
-                f"({self.splits}); pass a multiple of {self.splits}."
-            )
-        return batch_size // self.splits
-
-
-def _pad_to(batch_size):
-    def pad(records):
-        count = tf.shape(records)[0]
-        missing = batch_size - count
-        real = tf.concat([tf.ones([count], tf.int32), tf.zeros([missing], tf.int32)], 0)
-        filled = tf.concat([records, tf.fill([missing], records[0])], 0)
-        # Reshaped so that the batch dimension is static, as a TPU needs.
-        return {
-            "records": tf.reshape(filled, [batch_size]),
-            "is_real_example": tf.reshape(real, [batch_size]),
-        }
-
-    return pad
-
-
-def _cut(ds, batch_size, drop_remainder, batching):
-    """Serialized records -> this pipeline's batches, as dicts: `records` [b] and, when padding,
-    `is_real_example` [b]."""
-    if batching.pad_to_whole_batches:
-        ds = ds.batch(batch_size).map(_pad_to(batch_size))
-    else:
-        if batching.splits > 1 and not drop_remainder:
-            raise ValueError(
-                "Several replicas need whole batches: use drop_remainder or pad_to_whole_batches."
-            )
-        ds = ds.batch(batch_size, drop_remainder=drop_remainder).map(lambda r: {"records": r})
-    if batching.splits == 1:
-        return ds
-    per_replica = batching.check_batch_size(batch_size)
-    first = batching.pipeline_index * batching.replicas
-    last = first + batching.replicas
-
-    def own_slice(batch):
-        # [B] -> [splits, b]: row k is replica k's part; this pipeline keeps its rows.
-        return {
-            k: tf.reshape(v, [batching.splits, per_replica])[first:last] for k, v in batch.items()
-        }
-
-    return ds.map(own_slice).unbatch()
+from data.records.batching import Batching, batch_examples
 
 
 def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
@@ -141,29 +56,23 @@ def check_record_lengths(path, feature_spec, producer="create_pretraining_data.p
     raise ValueError(f"{path} holds no records.")
 
 
-def _decode_batches(ds, feature_spec, background):
-    """Parses batches of serialized records; prefetches them on background threads if asked."""
+def _parsed_batches(records, feature_spec, batch_size, drop_remainder, batching):
+    """Serialized records -> this pipeline's parsed batches (see `batch_examples`)."""
+    # Sorting windows are parsed whole; otherwise each global batch is parsed at once. One
+    # vectorised parse per batch costs a fraction of per-record parsing.
+    chunk = batch_size * batching.sort_batches if batching.sort_batches else batch_size
+    ds = records.batch(chunk, drop_remainder=drop_remainder and not batching.sort_batches)
 
-    def decode(batch):
-        # One vectorised parse per batch costs a fraction of per-record parsing, and the CPU
-        # that feeds the model is the one that runs it.
-        example = tf.io.parse_example(batch["records"], feature_spec)
-        # TPUs only take int32; the files hold int64.
-        example = {
-            k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in example.items()
-        }
-        if "is_real_example" in batch:
-            real = batch["is_real_example"]
-            if "is_real_example" in example:
-                real *= tf.reshape(example["is_real_example"], tf.shape(real))
-            example["is_real_example"] = real
-        return example
+    def parse(serialized):
+        return tf.io.parse_example(serialized, feature_spec)
 
-    if not background:
+    if batching.background:
+        ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    else:
         # Parsed on the caller's thread when asked for: no tf.data thread runs beside the model.
-        return ds.map(decode)
-    ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return ds.prefetch(tf.data.AUTOTUNE)
+        ds = ds.map(parse)
+    ds = batch_examples(ds, batch_size, drop_remainder, batching)
+    return ds.prefetch(tf.data.AUTOTUNE) if batching.background else ds
 
 
 def _pipeline_files(files, batching):
@@ -231,8 +140,7 @@ def pretraining_dataset(
     if skip_batches:
         # Skipping raw records before parsing costs only the reads.
         ds = ds.skip(skip_batches * batch_size)
-    ds = _cut(ds, batch_size, True, own)
-    return _decode_batches(ds, spec, own.background)
+    return _parsed_batches(ds, spec, batch_size, True, own)
 
 
 def fine_tuning_dataset(
@@ -266,5 +174,4 @@ def fine_tuning_dataset(
         ds = ds.repeat().shuffle(100, seed=seed)
         if skip_batches:
             ds = ds.skip(skip_batches * batch_size)
-    ds = _cut(ds, batch_size, is_training, batching)
-    return _decode_batches(ds, spec, batching.background)
+    return _parsed_batches(ds, spec, batch_size, is_training, batching)

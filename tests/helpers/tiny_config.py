@@ -49,6 +49,7 @@ def tiny_train_config(output_dir, **overrides):
         keep_checkpoint_max=5,
         seed=7,
         pad_to_whole_batches=None,
+        pad_to_max_seq_length=False,
         num_train_steps=10,
         num_warmup_steps=2,
     )

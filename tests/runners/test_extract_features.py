@@ -94,6 +94,8 @@ def extracted(original_gelu, tmp_path_factory):
         features = json.load(f)
     return {
         "work": work,
+        "config": original_gelu["config"],
+        "ckpt": original_gelu["ckpt"],
         "log": result.stderr,
         "features": features,
         "layers": np.load(work / "original" / "layers.npz"),
@@ -117,6 +119,43 @@ def test_output_matches_the_original(extracted):
                 expected = layers[f"layer_{j}"][feature["unique_id"], pos]
                 np.testing.assert_allclose(layer["values"], expected, atol=1.5e-5)
                 assert all(v == round(v, 6) for v in layer["values"])
+
+
+def test_full_length_batches_give_the_same_lines(extracted):
+    """--pad_to_max_seq_length (every batch at the full length, in input order) against the
+    default (lines sorted by length, batches cut to their longest): the same JSON, values
+    equal to the 6 decimals written except where float rounding flips the last one."""
+    work = extracted["work"]
+    cmd = [
+        sys.executable,
+        os.path.join(REPO, "extract_features.py"),
+        f"--input_file={work / 'input.txt'}",
+        f"--vocab_file={work / 'vocab.txt'}",
+        f"--bert_config_file={extracted['config']}",
+        f"--init_checkpoint={extracted['ckpt']}",
+        "--max_seq_length=16",
+        "--layers=-1,0,-2",
+        f"--output_file={work / 'full.jsonl'}",
+        "--batch_size=3",
+        "--pad_to_max_seq_length",
+    ]
+    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    full = (work / "full.jsonl").read_text(encoding="utf-8").splitlines()
+    values, flips = 0, 0
+    for a, b in zip(extracted["lines"], full, strict=True):
+        a, b = json.loads(a), json.loads(b)
+        assert a["linex_index"] == b["linex_index"]
+        assert [t["token"] for t in a["features"]] == [t["token"] for t in b["features"]]
+        for ta, tb in zip(a["features"], b["features"], strict=True):
+            for la, lb in zip(ta["layers"], tb["layers"], strict=True):
+                diff = np.abs(np.array(la["values"]) - np.array(lb["values"]))
+                assert diff.max() <= 1.01e-6  # one unit of the last decimal at most
+                values += diff.size
+                flips += int((diff > 0).sum())
+    # A value flips when the rounding difference (a few float32 ulps, about 1e-7 at these
+    # magnitudes) straddles a half of the 6th decimal: a few percent of the values (2.6% here).
+    assert flips <= 0.05 * values, (flips, values)
 
 
 def test_first_examples_are_logged_like_the_original(extracted):
@@ -284,11 +323,11 @@ def test_json_line_format_is_byte_exact(written):
 def test_extraction_writes_the_original_bytes(written, original_gelu, monkeypatch):
     activations = written["activations"]
 
-    def supplied_predictions(strategy, predict_step, dataset):
+    def supplied_predictions(predict_step, batches):
         # The model's outputs replaced by the activations the original was given, batch by batch
-        # in dataset order (row u is the example of line u).
+        # in input order (row u is the example of line u: --pad_to_max_seq_length keeps it).
         start = 0
-        for batch in dataset:
+        for batch in batches:
             stop = start + int(batch["input_ids"].shape[0])
             yield {f"layer_{j}": values[start:stop] for j, values in enumerate(activations)}
             start = stop
@@ -304,6 +343,7 @@ def test_extraction_writes_the_original_bytes(written, original_gelu, monkeypatc
         max_seq_length=WRITER_SEQ_LENGTH,
         batch_size=3,
         jit_compile=False,
+        pad_to_max_seq_length=True,
     )
     tokenizer = FullTokenizer(str(work / "vocab.txt"), True)
     config = BertConfig.from_json_file(original_gelu["config"])

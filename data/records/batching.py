@@ -1,0 +1,189 @@
+"""From a stream of parsed examples to the batches one input pipeline feeds its replicas.
+
+The readers (`data.records.input_pipeline`) define the global stream of examples and cut it
+into global batches. A `Batching` then says what this pipeline yields of each:
+
+* **Slices.** With several pipelines (one per worker or TPU host) and replicas, each pipeline
+  keeps its contiguous slice of every global batch, one batch per replica it feeds, so the
+  replicas of a step together see exactly the global batch one device would.
+* **Length buckets.** BERT's outputs at real positions do not depend on trailing padding (the
+  attention mask gives it exactly zero weight), so a batch can be cut to its longest real
+  sequence. The cut is rounded up to a bucket (a multiple of `bucket_width`, at most 8 lengths
+  per `max_seq_length`) so compiled steps are reused, and taken over the whole global batch, so
+  every replica of a step has the same shape. The records stay in the original fixed length.
+* **Sorting** (evaluation and prediction): examples sorted by length within windows of
+  `sort_batches` batches, so batches hold similar lengths; each example carries its index in the
+  stream (`example_index`) for the outputs to be put back in order.
+* **Padding to whole batches**: the last batch of a finite set filled with copies of its first
+  example marked `is_real_example` = 0 (the original's `PaddingInputExample`), for the static
+  batch shapes a TPU needs.
+"""
+
+import dataclasses
+
+import tensorflow as tf
+
+# At most this many bucket lengths per max_seq_length: few enough compiled shapes, fine enough
+# steps (16 tokens at max_seq_length 128).
+_MAX_BUCKETS = 8
+# Feature names the cut applies to when they have the sequence length.
+_TOKEN_FEATURES = ("input_ids", "input_mask", "segment_ids", "label_ids")
+
+
+@dataclasses.dataclass(frozen=True)
+class Batching:
+    """What one input pipeline yields of each global batch, and how.
+
+    Attributes:
+        num_pipelines: input pipelines of the whole cluster (one per worker or TPU host).
+        pipeline_index: this pipeline, in `[0, num_pipelines)`.
+        replicas: replicas this pipeline feeds. With one pipeline and one replica the
+            pipeline yields whole global batches; otherwise per-replica batches of
+            `batch_size / (num_pipelines * replicas)` examples, `replicas` of them per step.
+        pad_to_whole_batches: fill the last batch of a finite set to a whole one (padding
+            examples have `is_real_example` 0).
+        trim_to_buckets: cut each global batch to its longest real sequence, rounded up to a
+            bucket length.
+        sort_batches: sort examples by length within windows of this many batches and add
+            `example_index` (0: keep the order).
+        background: parse and prefetch on tf.data threads (False: on the consumer's thread).
+    """
+
+    num_pipelines: int = 1
+    pipeline_index: int = 0
+    replicas: int = 1
+    pad_to_whole_batches: bool = False
+    trim_to_buckets: bool = False
+    sort_batches: int = 0
+    background: bool = True
+
+    @property
+    def splits(self):
+        """Parts each global batch is cut into (one per replica of the cluster)."""
+        return self.num_pipelines * self.replicas
+
+    def local(self):
+        """The same batching for a pipeline that reads a stream of its own (file sharding)."""
+        return dataclasses.replace(self, num_pipelines=1, pipeline_index=0)
+
+    def check_batch_size(self, batch_size, flag="batch size"):
+        """Returns the per-replica batch; ValueError unless it splits evenly."""
+        if batch_size % self.splits:
+            raise ValueError(
+                f"The {flag} {batch_size} is not divisible by the number of replicas "
+                f"({self.splits}); pass a multiple of {self.splits}."
+            )
+        return batch_size // self.splits
+
+
+def bucket_width(max_seq_length):
+    """The step between bucket lengths: a multiple of 8, at most `_MAX_BUCKETS` buckets."""
+    step = -(-max_seq_length // _MAX_BUCKETS)
+    return max(8, -(-step // 8) * 8)
+
+
+def bucket_lengths(max_seq_length):
+    """Every length a trimmed batch can have, ascending (the last is `max_seq_length`)."""
+    width = bucket_width(max_seq_length)
+    return sorted({min(n, max_seq_length) for n in range(width, max_seq_length + width, width)})
+
+
+def _lengths(batch):
+    return tf.reduce_sum(tf.cast(batch["input_mask"] > 0, tf.int32), axis=-1)
+
+
+def _trim(batch):
+    """Cuts the token features of a global batch to its bucket length."""
+    full = batch["input_ids"].shape[1]
+    width = bucket_width(full)
+    longest = tf.reduce_max(_lengths(batch))
+    # An all-padding batch keeps one bucket rather than no position.
+    cut = tf.minimum(tf.maximum(-(-longest // width), 1) * width, full)
+    return {
+        name: value[:, :cut]
+        if name in _TOKEN_FEATURES and value.shape.rank == 2 and value.shape[1] == full
+        else value
+        for name, value in batch.items()
+    }
+
+
+def _pad_to(batch_size):
+    def pad(batch):
+        count = tf.shape(batch["input_ids"])[0]
+        missing = batch_size - count
+        first = tf.zeros([missing], tf.int32)
+        padded = {}
+        for name, value in batch.items():
+            filling = tf.gather(value, first)
+            # Static batch dimension, as a TPU needs.
+            padded[name] = tf.ensure_shape(
+                tf.concat([value, filling], 0), [batch_size, *value.shape[1:]]
+            )
+        real = tf.concat([tf.ones([count], tf.int32), tf.zeros([missing], tf.int32)], 0)
+        if "is_real_example" in batch:
+            real *= tf.cast(tf.reshape(padded["is_real_example"], [batch_size]), tf.int32)
+        padded["is_real_example"] = tf.reshape(real, [batch_size])
+        return padded
+
+    return pad
+
+
+def _sorted_by_length(batch):
+    order = tf.argsort(_lengths(batch), stable=True)
+    return {name: tf.gather(value, order) for name, value in batch.items()}
+
+
+def _cast_ints(batch):
+    # TPUs only take int32; the files hold int64.
+    return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in batch.items()}
+
+
+def batch_examples(batches, batch_size, drop_remainder, batching):
+    """Parsed batches of the global stream -> this pipeline's batches.
+
+    Args:
+        batches: a `tf.data.Dataset` of feature dicts, each a batch of consecutive examples
+            of the global stream (any size when `batching.sort_batches`, else `batch_size`).
+        batch_size: the global batch size.
+        drop_remainder: the stream only has whole batches (training).
+        batching: a `Batching`.
+
+    Returns:
+        A `tf.data.Dataset` of feature dicts: global batches, or per-replica batches when
+        `batching` splits them; int64 features as int32.
+    """
+    ds = batches.map(_cast_ints)
+    if batching.sort_batches:
+        ds = ds.unbatch().enumerate().map(lambda i, x: {**x, "example_index": tf.cast(i, tf.int32)})
+        window = batching.sort_batches * batch_size
+        ds = ds.batch(window).map(_sorted_by_length).unbatch()
+        ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    if batching.pad_to_whole_batches:
+        ds = ds.map(_pad_to(batch_size))
+    elif batching.splits > 1 and not drop_remainder:
+        raise ValueError(
+            "Several replicas need whole batches: use drop_remainder or pad_to_whole_batches."
+        )
+    if batching.trim_to_buckets:
+        ds = ds.map(_trim)
+    if batching.splits == 1:
+        return ds
+    per_replica = batching.check_batch_size(batch_size)
+    first = batching.pipeline_index * batching.replicas
+
+    def own_slice(batch):
+        # [B, ...] -> [splits, b, ...]: row k is replica k's part; this pipeline keeps its rows.
+        return {
+            name: tf.reshape(value, [batching.splits, per_replica, *_rest(value)])[
+                first : first + batching.replicas
+            ]
+            for name, value in batch.items()
+        }
+
+    return ds.map(own_slice).unbatch()
+
+
+def _rest(value):
+    """The non-batch dimensions of `value`, static where known."""
+    dynamic = tf.shape(value)[1:]
+    return [d if d is not None else dynamic[i] for i, d in enumerate(value.shape[1:])]

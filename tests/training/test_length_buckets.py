@@ -1,0 +1,144 @@
+"""Batches cut to their longest sequence (length buckets) against full-length batches: the same
+training (losses and weights), the same predictions in input order, and at most one compiled
+step per bucket length."""
+
+import types
+
+import keras
+import numpy as np
+import pytest
+
+from data.glue.records import classifier_dataset, write_classifier_tfrecord
+from data.ner.records import ner_dataset, write_ner_tfrecord
+from data.records.batching import Batching, bucket_lengths
+from tests.helpers.tiny_config import TINY_CONFIG, tiny_config, tiny_train_config
+from training.loop import Trainer
+from training.strategy import create_strategy
+from training.tasks import ClassifierTask, NerTask
+
+SEQ = 48
+
+
+def _examples(count, seed):
+    """Examples of shuffled lengths 2..SEQ, each row recognisable by its first token."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(2, SEQ + 1, count)
+    rows = []
+    for length in lengths:
+        mask = [1] * int(length) + [0] * (SEQ - int(length))
+        ids = [int(x) for x in rng.integers(5, TINY_CONFIG["vocab_size"], SEQ)]
+        rows.append(
+            types.SimpleNamespace(
+                input_ids=[x * m for x, m in zip(ids, mask, strict=True)],
+                input_mask=mask,
+                segment_ids=[int(j >= length // 2) * m for j, m in enumerate(mask)],
+                label_id=int(ids[0] % 3),
+                is_real_example=True,
+                label_ids=[
+                    (x % 4) if m and j % 2 else -1
+                    for j, (x, m) in enumerate(zip(ids, mask, strict=True))
+                ],
+            )
+        )
+    return rows, lengths
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lengths")
+    train, _ = _examples(96, 0)
+    test, lengths = _examples(40, 1)  # 40 = 5 batches of 8: no short last batch
+    paths = {}
+    for name, rows in (("train", train), ("test", test)):
+        paths[f"cls_{name}"] = str(out / f"cls_{name}.tf_record")
+        paths[f"ner_{name}"] = str(out / f"ner_{name}.tf_record")
+        write_classifier_tfrecord(rows, paths[f"cls_{name}"], is_regression=False)
+        write_ner_tfrecord(rows, paths[f"ner_{name}"])
+    paths["test_lengths"] = lengths
+    return paths
+
+
+def _setup(name, files):
+    config = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    if name == "classifier":
+
+        def reader(split, batch, training, skip=0, batching=None):
+            path = files[f"cls_{split}"]
+            return classifier_dataset(path, SEQ, False, batch, training, 3, skip, batching)
+
+        return (lambda: ClassifierTask(config, 3, dropout_rate=0.0)), reader
+
+    def reader(split, batch, training, skip=0, batching=None):
+        return ner_dataset(files[f"ner_{split}"], SEQ, batch, training, 3, skip, batching)
+
+    return (lambda: NerTask(config, 4, dropout_rate=0.0)), reader
+
+
+def _trainer(make_task, tmp_path, pad, **overrides):
+    keras.utils.set_random_seed(11)
+    config = tiny_train_config(
+        tmp_path, pad_to_max_seq_length=pad, num_train_steps=12, num_warmup_steps=2, **overrides
+    )
+    return Trainer(make_task(), create_strategy("one_device"), config)
+
+
+@pytest.mark.parametrize("name", ["classifier", "ner"])
+def test_training_and_prediction_equal_full_length(files, tmp_path, name):
+    make_task, reader = _setup(name, files)
+    # The cut is real: most training batches are shorter than SEQ.
+    cut = [
+        b["input_ids"].shape[1]
+        for b in reader("train", 8, True, 0, Batching(trim_to_buckets=True)).take(12)
+    ]
+    assert all(n in bucket_lengths(SEQ) for n in cut) and min(cut) < SEQ
+    runs = {}
+    for pad in (True, False):
+        trainer = _trainer(make_task, tmp_path / str(pad), pad)
+        assert trainer.trim is (not pad)
+        losses = trainer.train(lambda skip, b: reader("train", 8, True, skip, b))
+        weights = {k: v.numpy() for k, v in trainer.task.variable_map().items()}
+        outputs = trainer.predict(lambda b: reader("test", 8, False, 0, b))
+        runs[pad] = (np.array([loss for _, loss in losses]), weights, outputs)
+    (full_losses, full_weights, full_out), (cut_losses, cut_weights, cut_out) = (
+        runs[True],
+        runs[False],
+    )
+    assert len(full_losses) == 12
+    assert np.abs(full_losses - cut_losses).max() <= 1e-5
+    assert max(np.abs(full_weights[k] - cut_weights[k]).max() for k in full_weights) <= 1e-5
+    lengths = files["test_lengths"]
+    if name == "classifier":
+        np.testing.assert_allclose(cut_out["predictions"], full_out["predictions"], atol=1e-5)
+        np.testing.assert_array_equal(cut_out["labels"], full_out["labels"])  # input order
+    else:
+        # Tags at every real position, in input order; the cut outputs end at the longest
+        # bucket.
+        for row, length in enumerate(lengths):
+            np.testing.assert_array_equal(
+                cut_out["predictions"][row, :length], full_out["predictions"][row, :length]
+            )
+        np.testing.assert_allclose(cut_out["loss_sum"], full_out["loss_sum"], atol=1e-5)
+
+
+def test_prediction_compiles_once_per_bucket(files, tmp_path):
+    make_task, reader = _setup("classifier", files)
+    trainer = _trainer(make_task, tmp_path, False, use_xla=True)
+    traces = []
+    outputs_fn = trainer.task.prediction_outputs
+
+    def counted(aux):
+        traces.append(aux["logits"].shape)  # runs when the step is traced, not per batch
+        return outputs_fn(aux)
+
+    trainer.task.prediction_outputs = counted
+    seen = {
+        int(b["input_ids"].shape[1])
+        for b in reader("test", 8, False, 0, Batching(trim_to_buckets=True, sort_batches=64))
+    }
+    assert len(seen) >= 3  # several buckets among the 5 sorted batches
+    for _ in range(2):  # a second pass reuses every compiled shape
+        outputs = trainer.predict(lambda b: reader("test", 8, False, 0, b))
+    assert len(outputs["predictions"]) == 40
+    assert len(traces) <= len(seen) <= len(bucket_lengths(SEQ))
+    in_order = np.concatenate([b["label_ids"] for b in reader("test", 8, False)])
+    np.testing.assert_array_equal(outputs["labels"], in_order)
