@@ -77,6 +77,21 @@ def test_fine_tuning_classifies(minilm_tf1, tmp_path, task, writer, board):
     assert [r[0] for r in rows[1:]] == [str(i) for i in range(40)]
     assert [int(r[1]) for r in rows[1:]] == list(np.argmax(probabilities, 1))
 
+    # Evaluation and prediction again from the checkpoint with every batch at the full
+    # --max_seq_length, as the original: the same results (batches were cut to length above).
+    leaderboard = (out / board).read_text()
+    full = _run(
+        minilm_tf1, task, tmp_path / "data", out, "--do_train=false", "--pad_to_max_seq_length"
+    )
+    assert full.returncode == 0, full.stderr[-3000:]
+    again = _results(out)
+    assert sorted(again) == sorted(results)
+    for key in results:
+        assert float(again[key]) == pytest.approx(float(results[key]), abs=1e-5), key
+    full_probabilities = np.array(_rows(out / "test_results.tsv"), dtype=np.float64)
+    np.testing.assert_allclose(full_probabilities, probabilities, rtol=0, atol=1e-5)
+    assert (out / board).read_text() == leaderboard
+
 
 def test_regression_stsb(minilm_tf1, tmp_path):
     write_stsb(tmp_path / "data", num_train=320, num_dev=96, num_test=40)

@@ -169,6 +169,27 @@ def test_conll_2003_end_to_end_with_document_context(minilm_tf1, tmp_path):
     test_results = _results(out / "test_results.txt")
     assert test_results["test_f1"] == pytest.approx(f1_score(test_gold, test_predicted), abs=1e-6)
 
+    # Evaluation and prediction again with every batch at the full --max_seq_length, as the
+    # original (the run above cut batches to their longest window): the same tags and scores.
+    tagged = {
+        name: (out / name).read_text() for name in ("eval_predictions.txt", "test_predictions.txt")
+    }
+    full = _run(
+        minilm_tf1,
+        out,
+        "--do_eval",
+        "--do_predict",
+        "--document_context=true",
+        "--pad_to_max_seq_length",
+    )
+    assert full.returncode == 0, full.stderr[-3000:]
+    for name, text in tagged.items():
+        assert (out / name).read_text() == text, name
+    again = _results(out / "eval_results.txt")
+    assert sorted(again) == sorted(results)
+    for key in results:
+        assert again[key] == pytest.approx(results[key], abs=1e-5), key
+
     # Evaluation only, from the run's checkpoint and saved label set, without document context
     # and with windows so small that most sentences are split: still every word predicted.
     again = _run(
