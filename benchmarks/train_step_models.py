@@ -205,11 +205,23 @@ def build_keras_hub(shape, mode, jit, features):
     return train_step
 
 
-def build_model_garden(shape, mode, jit, features):
-    """Model Garden's BertEncoder + BertPretrainerV2 with a `next_sentence` head (tf_keras)."""
-    import tensorflow as tf
+def model_garden_pretrainer(shape, dropout=DROPOUT, max_positions=MAX_POSITIONS):
+    """Model Garden's BertEncoder + BertPretrainerV2 with a `next_sentence` head (tf_keras).
+
+    The heads are those of Model Garden's BERT pretraining task (MaskedLM on the tied word
+    embeddings, `ClassificationHead` for next-sentence prediction), the activations its tanh
+    GELU, as this project's `hidden_act="gelu"`.
+
+    Args:
+        shape: dict of `layers`, `hidden`, `heads`, `intermediate` (as `CONFIGS`).
+        dropout: hidden and attention dropout rate.
+        max_positions: size of the position embedding.
+
+    Returns:
+        `(encoder, pretrainer)`: the `networks.BertEncoder` (dict outputs) and the
+        `models.BertPretrainerV2` on it, not yet built.
+    """
     import tf_keras
-    from official.nlp import optimization
     from official.nlp.modeling import layers, models, networks
 
     def gelu(v):
@@ -221,15 +233,39 @@ def build_model_garden(shape, mode, jit, features):
         hidden_size=shape["hidden"],
         num_layers=shape["layers"],
         num_attention_heads=shape["heads"],
-        max_sequence_length=MAX_POSITIONS,
+        max_sequence_length=max_positions,
         type_vocab_size=TYPE_VOCAB_SIZE,
         inner_dim=shape["intermediate"],
         inner_activation=gelu,
-        output_dropout=DROPOUT,
-        attention_dropout=DROPOUT,
+        output_dropout=dropout,
+        attention_dropout=dropout,
         initializer=init,
         dict_outputs=True,
     )
+    pretrainer = models.BertPretrainerV2(
+        encoder_network=encoder,
+        mlm_activation=gelu,
+        mlm_initializer=init,
+        classification_heads=[
+            layers.ClassificationHead(
+                inner_dim=shape["hidden"],
+                num_classes=2,
+                dropout_rate=dropout,
+                initializer=init,
+                name="next_sentence",
+            )
+        ],
+    )
+    return encoder, pretrainer
+
+
+def build_model_garden(shape, mode, jit, features):
+    """Model Garden's BertEncoder + BertPretrainerV2 with a `next_sentence` head (tf_keras)."""
+    import tensorflow as tf
+    import tf_keras
+    from official.nlp import optimization
+
+    encoder, pretrainer = model_garden_pretrainer(shape)
     x = {k: tf.constant(v) for k, v in features.items()}
     inputs = {
         "input_word_ids": x["input_ids"],
@@ -245,21 +281,6 @@ def build_model_garden(shape, mode, jit, features):
 
         return infer
 
-    # The heads of Model Garden's BERT pretraining task (MaskedLM + ClassificationHead).
-    pretrainer = models.BertPretrainerV2(
-        encoder_network=encoder,
-        mlm_activation=gelu,
-        mlm_initializer=init,
-        classification_heads=[
-            layers.ClassificationHead(
-                inner_dim=shape["hidden"],
-                num_classes=2,
-                dropout_rate=DROPOUT,
-                initializer=init,
-                name="next_sentence",
-            )
-        ],
-    )
     optimizer = optimization.create_optimizer(INIT_LR, TRAIN_STEPS, WARMUP_STEPS)
     pretrain_inputs = dict(inputs, masked_lm_positions=x["masked_lm_positions"])
     sparse_ce = tf_keras.losses.sparse_categorical_crossentropy
