@@ -39,6 +39,16 @@ def original_relu(tmp_path_factory):
     return _original(tmp_path_factory, "relu", 3, False)
 
 
+@pytest.fixture(autouse=True)
+def _float32_policy():
+    """Tests that build a Trainer in mixed precision set Keras' global policy (the Trainer
+    builds its model under it); the next test starts from float32 again."""
+    yield
+    import keras
+
+    keras.mixed_precision.set_global_policy("float32")
+
+
 @pytest.fixture(scope="module")
 def oracle_flags():
     """bert-tensorflow's tokenizer reads FLAGS.preserve_unused_tokens (default False) on every

@@ -45,7 +45,9 @@ def make_predict_step(strategy, outputs_fn, use_xla=False):
         if "is_real_example" in features:
             outputs[_REAL] = tf.reshape(features["is_real_example"], [-1])
         if "example_index" in features:
-            outputs[_INDEX] = features["example_index"]
+            # An op of this replica (not the input tensor itself), so that it has the
+            # replica's device, which the cross-worker gather needs.
+            outputs[_INDEX] = tf.identity(features["example_index"])
         if gather:
             context = tf.distribute.get_replica_context()
             outputs = {k: context.all_gather(v, axis=0) for k, v in outputs.items()}
