@@ -172,7 +172,7 @@ def format_table(summary, config):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--config", default="mini", choices=("mini", "base"))
+    parser.add_argument("--config", default="mini", choices=("mini", "small", "base"))
     parser.add_argument("--peers", default=DEFAULT_PEERS, help="Comma-separated peer names.")
     parser.add_argument("--modes", default="train,infer", help="train, infer or both.")
     parser.add_argument("--train_batch", type=int, default=8)

@@ -13,6 +13,7 @@ PEERS = ("ours", "ours_xla", "keras_hub", "keras_hub_xla", "model_garden", "mode
 # Encoder shapes; every config uses the uncased WordPiece vocabulary and 2 segment types.
 CONFIGS = {
     "mini": {"layers": 4, "hidden": 256, "heads": 4, "intermediate": 1024},
+    "small": {"layers": 4, "hidden": 512, "heads": 8, "intermediate": 2048},
     "base": {"layers": 12, "hidden": 768, "heads": 12, "intermediate": 3072},
 }
 VOCAB_SIZE = 30522

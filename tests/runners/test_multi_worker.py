@@ -1,6 +1,7 @@
 """The runners as two worker processes on localhost (TF_CONFIG), against one-device runs of the
 same commands: the same weights and results, files written by the chief only, resume after
-both workers are killed, and a clear error when a worker never comes."""
+both workers are killed, a clear error when a worker never comes, and
+scripts/run_pretraining_multiworker.sh."""
 
 import json
 import os
@@ -110,7 +111,30 @@ def pretrained(data, tmp_path_factory):
     )
     one = run_in_repo(_pretrain_cmd(data, root / "one"), timeout=600)
     assert one.returncode == 0, one.stderr[-3000:]
-    _wait(_start_workers(_pretrain_cmd(data, root / "two"), root))
+    # The two workers as scripts/run_pretraining_multiworker.sh starts them (the pattern users
+    # copy to hosts), with the one-device run's flags; both share one TMPDIR here.
+    (root / "tmp").mkdir()
+    env = {
+        **ENV,
+        "NUM_WORKERS": "2",
+        "BASE_PORT": str(_free_ports(1)[0]),
+        "LOG_DIR": str(root),
+        "BERT_CONFIG": str(data / "no_dropout.json"),
+        "INPUT_FILE": str(data / "data.tfrecord"),
+        "TMPDIR": str(root / "tmp"),
+    }
+    script = os.path.join(REPO, "scripts", "run_pretraining_multiworker.sh")
+    flags = _pretrain_cmd(data, root / "two")[2:]
+    two = subprocess.run(
+        ["bash", script, str(root / "two"), *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    logs = [(root / f"pretraining-worker-{i}.log").read_text() for i in range(2)]
+    assert two.returncode == 0, two.stderr + logs[0][-3000:] + logs[1][-3000:]
+    assert all("Strategy multi_worker_mirrored with 2 replica(s)" in log for log in logs)
     return root
 
 
@@ -121,7 +145,7 @@ def test_pretraining_two_workers_equal_one_device(pretrained):
     _assert_results_close(_results(one / "eval_results.txt"), _results(two / "eval_results.txt"))
     # Only the chief wrote, the same files as one device; the other worker left nothing.
     assert sorted(os.listdir(one)) == sorted(os.listdir(two))
-    assert os.listdir(pretrained / "tmp1") == []
+    assert os.listdir(pretrained / "tmp") == []
 
 
 def test_two_workers_killed_resume_to_the_uninterrupted_weights(data, pretrained, tmp_path):
@@ -217,33 +241,3 @@ def test_missing_worker_fails_with_its_address(data, tmp_path):
     assert f"127.0.0.1:{ports[1]} did not answer within 3 s" in err
     assert "TF_CONFIG=" in err
     assert not (tmp_path / "out").exists()
-
-
-def test_multiworker_script_trains_as_one_device(data, pretrained, tmp_path):
-    """scripts/run_pretraining_multiworker.sh with the flags of the one-device run."""
-    flags = _pretrain_cmd(data, tmp_path / "out")[2:]
-    env = {
-        **ENV,
-        "NUM_WORKERS": "2",
-        "BASE_PORT": str(_free_ports(1)[0]),
-        "LOG_DIR": str(tmp_path),
-        "BERT_CONFIG": str(data / "no_dropout.json"),
-        "INPUT_FILE": str(data / "data.tfrecord"),
-    }
-    script = os.path.join(REPO, "scripts", "run_pretraining_multiworker.sh")
-    result = subprocess.run(
-        ["bash", script, str(tmp_path / "out"), *flags],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, (
-        result.stderr + (tmp_path / "pretraining-worker-0.log").read_text()[-3000:]
-    )
-    assert (
-        "Strategy multi_worker_mirrored with 2 replica(s)"
-        in (tmp_path / "pretraining-worker-1.log").read_text()
-    )
-    one = _weights(pretrained / "one" / "bert_model.ckpt")
-    assert _max_diff(one, _weights(tmp_path / "out" / "bert_model.ckpt")) <= 1e-5

@@ -1,8 +1,7 @@
 """The shared training loop (training/loop.py) run by a test harness on tiny data: one device
-against mirrored, accumulation, XLA, two worker processes; inference against the model."""
+against mirrored, accumulation and XLA; inference against the model. Two worker processes:
+tests/runners/test_multi_worker.py."""
 
-import json
-import socket
 import subprocess
 import sys
 
@@ -90,50 +89,6 @@ def test_xla_with_fused_update_matches_plain_step(data, tmp_path):
     assert len(xla["losses"]) == 10
     assert np.abs(plain["losses"] - xla["losses"]).max() <= 1e-4
     assert _max_weight_diff(plain, xla) <= 1e-4
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_multi_worker_mirrored_two_processes(data, tmp_path):
-    ports = [_free_port(), _free_port()]
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    procs = []
-    for index in range(2):
-        env = {
-            **ENV,
-            "TF_CONFIG": json.dumps(
-                {"cluster": cluster, "task": {"type": "worker", "index": index}}
-            ),
-        }
-        procs.append(
-            _harness(
-                data,
-                tmp_path / "out",
-                tmp_path / f"w{index}.npz",
-                "--batch",
-                8,
-                "--steps",
-                4,
-                "--strategy",
-                "multi_worker_mirrored",
-                env=env,
-            )
-        )
-    for proc in procs:
-        _, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err[-3000:]
-    w0, w1 = dict(np.load(tmp_path / "w0.npz")), dict(np.load(tmp_path / "w1.npz"))
-    assert int(w0["replicas"]) == 2
-    np.testing.assert_array_equal(w0["losses"], w1["losses"])
-    assert _max_weight_diff(w0, w1) == 0.0
-    # Each worker reads its half of every global batch: the run is the one-device run.
-    one = _run_harness(data, tmp_path / "one", tmp_path / "one.npz", "--batch", 8, "--steps", 4)
-    assert np.abs(one["losses"] - w0["losses"]).max() <= 1e-5
-    assert _max_weight_diff(one, w0) <= 1e-5
 
 
 def test_predict_with_xla_matches_eager_model_in_order(tmp_path):

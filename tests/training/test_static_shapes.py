@@ -114,7 +114,9 @@ def test_static_shape_steps_compile_with_xla(tmp_path):
     train = pretraining_dataset([str(data)], 32, 5, 8, True, seed=1, batching=batching)
     assert all(s.shape.is_fully_defined() for s in train.element_spec.values())
     batch = next(iter(train))
-    for precision in ("float32", "mixed_float16"):
+    # float16 has the most in the step (loss scaling, the finite check, the skip branch); the
+    # float32 step compiles whole under --use_xla in tests/training/test_loop.py.
+    for precision in ("mixed_float16",):
         config = tiny_train_config(
             tmp_path / precision, precision=precision, use_xla=True, num_warmup_steps=0
         )
