@@ -315,6 +315,55 @@ class AdamWeightDecay(_DecoupledDecayOptimizer):
             update += self.weight_decay_rate * param
         return param - lr * update, next_m, next_v
 
+    def _kernel_constants(self):
+        """(lr factor, epsilon) that make TensorFlow's fused Adam kernel take the original's step.
+
+        The kernel updates `m += (g - m) * (1 - b1)` with `1 - b1` formed in float32 from the
+        float32 `b1`, where the original multiplies `g` by float32(1 - b1) formed in float64.
+        The decay of the moments is the same (`1 - (1 - b1) = b1` exactly), so the kernel's
+        moments are the original's times `k = (1 - fl(b1)) / fl(1 - b1)` (1 + 2.2e-7 for
+        b1 = 0.9, 1 - 1.3e-5 for b2 = 0.999). Its step `m_k / (sqrt(v_k) + eps')` equals the
+        original's `m / (sqrt(v) + eps)` times `k1 / sqrt(k2)` when `eps' = eps * sqrt(k2)`;
+        the learning rate takes the inverse factor.
+        """
+
+        def ratio(beta):
+            b = float(np.float32(beta))
+            return (1.0 - b) / float(np.float32(1.0 - beta))
+
+        k1, k2 = ratio(self.beta_1), ratio(self.beta_2)
+        return math.sqrt(k2) / k1, self.epsilon * math.sqrt(k2)
+
+    def update_step(self, gradient, variable, learning_rate):
+        # TensorFlow's fused Adam kernel (one multi-threaded pass over the variable and both
+        # slots, on every device) applies the original's uncorrected step when the
+        # bias-correction powers are 0 (its step size lr * sqrt(1 - 0) / (1 - 0) is lr) and
+        # its constants are adjusted as `_kernel_constants` says. The decay is taken from the
+        # pre-update weights first, so the sum is the original's
+        # `param - lr * (m / (sqrt(v) + eps) + wd * param)` up to rounding order.
+        # `_new_values` keeps the op-by-op form as the reference.
+        dtype = variable.dtype
+        index = self._get_variable_index(variable)
+        m, v = self._adam_m[index], self._adam_v[index]
+        variable = _component(variable, None)
+        lr = tf.cast(learning_rate, dtype)
+        if self.weight_decay_rate and not self._excluded_flags[index]:
+            variable.assign_sub(variable * (lr * tf.cast(self.weight_decay_rate, dtype)))
+        lr_factor, epsilon = self._kernel_constants()
+        zero = tf.zeros([], dtype)
+        tf.raw_ops.ResourceApplyAdam(
+            var=variable.handle,
+            m=_component(m, variable).handle,
+            v=_component(v, variable).handle,
+            beta1_power=zero,
+            beta2_power=zero,
+            lr=lr * tf.cast(lr_factor, dtype),
+            beta1=tf.cast(self.beta_1, dtype),
+            beta2=tf.cast(self.beta_2, dtype),
+            epsilon=tf.cast(epsilon, dtype),
+            grad=tf.cast(tf.convert_to_tensor(gradient), dtype),
+        )
+
 
 @keras.saving.register_keras_serializable(package="bert")
 class Lamb(_DecoupledDecayOptimizer):
