@@ -23,6 +23,7 @@ from absl import app, flags
 
 from modeling.config import BertConfig
 from training.export_run import ExportRun, export_model
+from training.flags import define_precision_flag
 from training.settings import log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS
@@ -69,6 +70,7 @@ flags.DEFINE_float(
     "that run_squad.py --do_eval wrote beside the checkpoint.",
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
+define_precision_flag()
 
 
 def main(_):

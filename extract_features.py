@@ -39,6 +39,7 @@ flags.DEFINE_bool(
     "use_one_hot_embeddings", False, "Accepted for compatibility; a gather is used (same values)."
 )
 flags.DEFINE_bool("jit_compile", False, "Compile the forward pass with XLA.")
+training_flags.define_precision_flag()
 flags.DEFINE_bool(
     "pad_to_max_seq_length",
     False,

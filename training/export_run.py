@@ -4,7 +4,6 @@ import dataclasses
 import os
 import tempfile
 
-import keras
 import tensorflow as tf
 from absl import logging
 
@@ -19,6 +18,7 @@ from serving.ner import NerExport
 from serving.pretraining import PretrainingExport
 from serving.squad import SquadExport
 from serving.tfhub import build_encoder, build_preprocessor
+from training.precision import compute_policy
 from training.squad_run import THRESHOLD_FILE
 from training.tasks import ClassifierTask, NerTask, PretrainingTask, SquadTask
 
@@ -52,6 +52,7 @@ class ExportRun:
     max_answer_length: int = 30
     version_2_with_negative: bool = False
     null_score_diff_threshold: float | None = None
+    precision: str = "float32"
 
 
 def _check_vocab(vocab_file, vocab_size):
@@ -201,13 +202,16 @@ def export_model(run, bert_config):
             )
     _check_vocab(run.vocab_file, bert_config.vocab_size)
     prefix = tf1_checkpoint.resolve_checkpoint_path(run.checkpoint)
-    # Exports are float32 whatever policy a training run in this process left behind.
-    previous_policy = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy("float32")
-    try:
+    if run.precision != "float32" and run.task == "encoder":
+        raise ValueError(
+            f"--task=encoder exports float32 only (--precision={run.precision} given): a TF Hub "
+            "encoder is fine-tuned by its users, who choose their own precision. Drop "
+            "--precision."
+        )
+    # The flag's policy, not whatever a training run in this process left behind; weights
+    # stay float32 under every policy.
+    with compute_policy(run.precision):
         _export(run, bert_config, prefix)
-    finally:
-        keras.mixed_precision.set_global_policy(previous_policy)
     return run.export_dir
 
 

@@ -16,6 +16,7 @@ from modeling.bert_model import BertModel
 from modeling.tf1_checkpoint import load_tf1_checkpoint
 from training import inference
 from training.distributed_input import inference_batches, trim_lengths
+from training.precision import compute_policy
 
 # Lines are sorted by length within windows of this many batches, then written in input order.
 _SORT_WINDOW_BATCHES = 64
@@ -37,6 +38,7 @@ class ExtractionRun:
     batch_size: int
     jit_compile: bool
     pad_to_max_seq_length: bool
+    precision: str = "float32"
 
 
 def extract_features(run, bert_config, tokenizer, strategy):
@@ -56,13 +58,16 @@ def extract_features(run, bert_config, tokenizer, strategy):
     """
     examples = read_examples(run.input_file)
     features = convert_examples_to_features(examples, run.max_seq_length, tokenizer)
-    with strategy.scope():
+    with strategy.scope(), compute_policy(run.precision):
         model = BertModel(bert_config)
     load_tf1_checkpoint(run.init_checkpoint, bert_model=model)
 
     def layer_outputs(inputs):
         layers = model(inputs, training=False)["all_encoder_layers"]
-        return {f"layer_{j}": layers[index] for j, index in enumerate(run.layers)}
+        # float32 for the writer whatever the compute dtype.
+        return {
+            f"layer_{j}": tf.cast(layers[index], tf.float32) for j, index in enumerate(run.layers)
+        }
 
     columns = {
         name: tf.constant([getattr(f, name) for f in features], tf.int32)

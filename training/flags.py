@@ -6,7 +6,8 @@ from absl import flags
 
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
 from modeling.config import BertConfig
-from training.loop import PRECISIONS, TrainConfig
+from training.loop import TrainConfig
+from training.precision import PRECISIONS
 from training.settings import log_at_info, settings_from_flags
 from training.strategy import STRATEGIES, create_strategy
 
@@ -25,6 +26,18 @@ def define_model_flags(with_vocab=True, lower_case=True):
         flags.DEFINE_bool(
             "do_lower_case", lower_case, "True for uncased models, False for cased ones."
         )
+
+
+def define_precision_flag():
+    """--precision: the Keras policy of every step, training and inference alike."""
+    flags.DEFINE_enum(
+        "precision",
+        "float32",
+        list(PRECISIONS),
+        "Compute precision (variables and checkpoints stay float32). mixed_bfloat16 speeds up "
+        "inference on CPUs with AVX512-BF16 or AMX and on GPUs from Ampere on; mixed_float16 "
+        "on NVIDIA GPUs from Volta on.",
+    )
 
 
 def define_run_flags(fine_tuning, head_dropout=False):
@@ -64,7 +77,11 @@ def define_tpu_flags():
     )
     flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save a checkpoint.")
     flags.DEFINE_integer(
-        "iterations_per_loop", 1000, "Steps per compiled call (fewer host round trips)."
+        "iterations_per_loop",
+        1000,
+        "Steps per compiled call (fewer host round trips); a call also ends at every "
+        "--log_every_steps and --save_checkpoints_steps boundary, so raise those as well for "
+        "longer calls.",
     )
 
 
@@ -75,7 +92,7 @@ def define_training_flags():
     flags.DEFINE_integer(
         "num_cpu_devices", 2, "Logical CPU devices for --strategy=mirrored without GPUs."
     )
-    flags.DEFINE_enum("precision", "float32", list(PRECISIONS), "Compute precision.")
+    define_precision_flag()
     flags.DEFINE_bool("use_xla", False, "Compile the forward/backward pass with XLA.")
     flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw = the original optimizer.")
     flags.DEFINE_integer(

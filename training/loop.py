@@ -29,10 +29,10 @@ from training.distributed_input import (
     whole_batches,
 )
 from training.loss_scale import DynamicLossScale
+from training.precision import check_precision
 from training.stop_signals import StopRequest
 from training.strategy import is_chief
 
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 # Prediction sorts examples by length within windows of this many batches: long enough to
 # group similar lengths, short enough that memory stays flat on large files.
 _SORT_WINDOW_BATCHES = 64
@@ -78,8 +78,7 @@ class TrainConfig:
 
 
 def _check(config, num_replicas):
-    if config.precision not in PRECISIONS:
-        raise ValueError(f"--precision {config.precision!r}; use one of {list(PRECISIONS)}.")
+    check_precision(config.precision)
     per_update = num_replicas * config.num_accumulation_steps
     if config.train_batch_size % per_update:
         raise ValueError(

@@ -158,6 +158,42 @@ def test_full_length_batches_give_the_same_lines(extracted):
     assert flips <= 0.05 * values, (flips, values)
 
 
+def test_bfloat16_extraction_tracks_float32(extracted, tmp_path):
+    """--precision=mixed_bfloat16: the same lines and tokens; values within bfloat16's
+    rounding of the float32 run (8 significant bits per product, over two layers)."""
+    import keras
+
+    work = extracted["work"]
+    run = ExtractionRun(
+        input_file=str(work / "input.txt"),
+        output_file=str(tmp_path / "bf16.jsonl"),
+        init_checkpoint=extracted["ckpt"],
+        layers=[-1, 0, -2],
+        max_seq_length=16,
+        batch_size=3,
+        jit_compile=False,
+        pad_to_max_seq_length=False,
+        precision="mixed_bfloat16",
+    )
+    tokenizer = FullTokenizer(str(work / "vocab.txt"), True)
+    config = BertConfig.from_json_file(extracted["config"])
+    extract_features(run, config, tokenizer, create_strategy("one_device"))
+    # The policy of the run does not outlive it.
+    assert keras.mixed_precision.global_policy().name == "float32"
+    bf16 = (tmp_path / "bf16.jsonl").read_text(encoding="utf-8").splitlines()
+    diffs = []
+    for a, b in zip(extracted["lines"], bf16, strict=True):
+        a, b = json.loads(a), json.loads(b)
+        assert a["linex_index"] == b["linex_index"]
+        assert [t["token"] for t in a["features"]] == [t["token"] for t in b["features"]]
+        for ta, tb in zip(a["features"], b["features"], strict=True):
+            for la, lb in zip(ta["layers"], tb["layers"], strict=True):
+                diffs.append(np.abs(np.array(la["values"]) - np.array(lb["values"])))
+    diffs = np.concatenate(diffs)
+    # LayerNorm outputs are O(1); bfloat16 keeps 8 bits (relative 2**-8 = 0.004 per rounding).
+    assert 0 < diffs.max() <= 0.08 and diffs.mean() <= 0.01, (diffs.max(), diffs.mean())
+
+
 def test_first_examples_are_logged_like_the_original(extracted):
     first = extracted["features"][0]
     assert "*** Example ***" in extracted["log"]

@@ -190,6 +190,24 @@ def test_conll_2003_end_to_end_with_document_context(minilm_tf1, tmp_path):
     for key in results:
         assert again[key] == pytest.approx(results[key], abs=1e-5), key
 
+    # Prediction again in bfloat16: the float32 tags but for a few words whose two best tags
+    # are within bfloat16's rounding of each other.
+    bf16 = _run(
+        minilm_tf1,
+        out,
+        "--do_predict",
+        "--document_context=true",
+        "--precision=mixed_bfloat16",
+    )
+    assert bf16.returncode == 0, bf16.stderr[-3000:]
+    lines = tagged["test_predictions.txt"].splitlines()
+    lines_bf16 = (out / "test_predictions.txt").read_text().splitlines()
+    assert [line.rsplit(" ", 1)[0] for line in lines] == [
+        line.rsplit(" ", 1)[0] for line in lines_bf16
+    ]
+    same = np.mean([a == b for a, b in zip(lines, lines_bf16, strict=True) if a])
+    assert same >= 0.98, same
+
     # Evaluation only, from the run's checkpoint and saved label set, without document context
     # and with windows so small that most sentences are split: still every word predicted.
     again = _run(

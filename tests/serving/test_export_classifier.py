@@ -128,6 +128,61 @@ def test_text_in_answers_as_test_results(mrpc_run, tmp_path):
     assert got["vocab_asset"].endswith("assets/vocab.txt") and got["do_lower_case"]
 
 
+def test_bfloat16_prediction_and_export_track_float32(mrpc_run, minilm_tf1, tmp_path):
+    """--precision=mixed_bfloat16 for run_classifier's prediction and for the export: the
+    float32 run's labels (a flip only where float32 itself is within 0.05 of a tie) and
+    probabilities within bfloat16's rounding (6e-4 apart here)."""
+    import glob
+
+    float32 = _test_results(mrpc_run["out"])
+    (checkpoint,) = glob.glob(str(mrpc_run["out"] / "model.ckpt-*.index"))
+    out = tmp_path / "bf16"
+    result = run_in_repo(
+        [
+            sys.executable,
+            os.path.join(REPO, "run_classifier.py"),
+            "--task_name=MRPC",
+            f"--data_dir={mrpc_run['data']}",
+            f"--vocab_file={minilm_tf1 / 'vocab.txt'}",
+            f"--bert_config_file={minilm_tf1 / 'bert_config.json'}",
+            f"--init_checkpoint={checkpoint.removesuffix('.index')}",
+            "--max_seq_length=24",
+            "--predict_batch_size=8",
+            f"--output_dir={out}",
+            "--do_predict",
+            "--precision=mixed_bfloat16",
+        ],
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    runner = _test_results(out)
+    export_here(
+        minilm_tf1 / "bert_config.json",
+        task="classifier",
+        task_name="MRPC",
+        checkpoint=mrpc_run["out"],
+        vocab_file=minilm_tf1 / "vocab.txt",
+        max_seq_length=24,
+        export_dir=tmp_path / "export",
+        precision="mixed_bfloat16",
+    )
+    text_a, text_b = _test_pairs(mrpc_run["data"])
+    served = run_fresh(
+        tmp_path,
+        "serve_bf16",
+        _SERVE_ANY,
+        {"export": str(tmp_path / "export"), "texts": {"text_a": text_a, "text_b": text_b}},
+    )
+    exported = np.array(served["probabilities"])
+    tie = np.abs(float32[:, 1] - 0.5) < 0.05
+    for probabilities in (runner, exported):
+        assert np.abs(probabilities - float32).max() <= 0.01
+        assert 0 < np.abs(probabilities - float32).max()  # it did run in bfloat16
+        flipped = np.argmax(probabilities, 1) != np.argmax(float32, 1)
+        assert not (flipped & ~tie).any()
+    np.testing.assert_allclose(exported, runner, atol=1e-3, rtol=0)
+
+
 def test_saved_model_cli_lists_the_signatures(mrpc_run):
     signatures = saved_model_cli_signatures(mrpc_run["export"])
     assert signatures["serving_default"] == (

@@ -6,6 +6,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 from tests.helpers.scripts import REPO, run_in_repo
 from tests.serving.fresh_process import export_here, run_fresh
@@ -228,4 +229,20 @@ def test_refuses_a_vocab_larger_than_the_model(original_gelu, tmp_path):
     )
     assert result.returncode != 0
     assert f"{vocab} has 120 tokens but the model's vocab_size is 99" in result.stderr
+    assert not (tmp_path / "encoder").exists()
+
+
+def test_encoder_export_refuses_a_reduced_precision(original_gelu, tmp_path):
+    """A TF Hub encoder is float32: its users fine-tune it in the precision they choose."""
+    vocab = _tiny_vocab(tmp_path / "vocab.txt", 99)
+    with pytest.raises(ValueError, match="--task=encoder exports float32 only"):
+        export_here(
+            original_gelu["config"],
+            task="encoder",
+            checkpoint=original_gelu["ckpt"],
+            vocab_file=vocab,
+            max_seq_length=16,
+            export_dir=tmp_path / "encoder",
+            precision="mixed_bfloat16",
+        )
     assert not (tmp_path / "encoder").exists()
