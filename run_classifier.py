@@ -29,7 +29,7 @@ from training.settings import settings_from_flags
 FLAGS = flags.FLAGS
 
 training_flags.define_model_flags()
-training_flags.define_run_flags(fine_tuning=True, head_dropout=True)
+training_flags.define_run_flags(fine_tuning=True, head_dropout=True, length_grouping=True)
 flags.DEFINE_string("data_dir", None, "Directory with the task's .tsv files.")
 flags.DEFINE_string(
     "task_name", None, "cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, ax, xnli."

@@ -32,7 +32,7 @@ FLAGS = flags.FLAGS
 
 # Case carries much of the entity signal: this runner defaults to cased models.
 training_flags.define_model_flags(lower_case=False)
-training_flags.define_run_flags(fine_tuning=True, head_dropout=True)
+training_flags.define_run_flags(fine_tuning=True, head_dropout=True, length_grouping=True)
 flags.DEFINE_string("data_dir", None, "Directory with train.txt, dev.txt and test.txt (CoNLL).")
 flags.DEFINE_string(
     "label_file", None, "Tags, one per line, with 'O' (default: learned from train.txt)."

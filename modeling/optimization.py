@@ -280,6 +280,11 @@ class AdamWeightDecay(_DecoupledDecayOptimizer):
     without ':0' (the model names its layers so paths are the TF1 names, e.g.
     `bert/encoder/layer_0/attention/output/LayerNorm/gamma`) or `name_fn(variable)` if given.
 
+    The update runs on TensorFlow's fused Adam kernel (see `_kernel_constants`): the weights
+    follow the original's arithmetic up to rounding order (a few float32 ulps over many steps);
+    the slots hold the kernel's moments, which are the original's times 1 + 2.2e-7 (`adam_m`)
+    and 1 - 1.3e-5 (`adam_v`) for the default betas.
+
     With `clip_norm` set, all gradients are clipped together with `tf.clip_by_global_norm`
     before the update, as the original training op did. Under `tf.distribute` each replica
     clips its own gradients before the cross-replica sum, as the original did per TPU core.

@@ -40,12 +40,13 @@ def define_precision_flag():
     )
 
 
-def define_run_flags(fine_tuning, head_dropout=False):
+def define_run_flags(fine_tuning, head_dropout=False, length_grouping=False):
     """The original's flags of a training run; fine-tuning adds epochs, warmup and prediction.
 
     Args:
         fine_tuning: define the fine-tuning flags.
         head_dropout: define --classifier_dropout_prob (runners whose head has dropout).
+        length_grouping: define --group_by_length (runners whose batches are cut to length).
     """
     flags.DEFINE_string("output_dir", None, "Checkpoints, TFRecords, summaries and results.")
     flags.DEFINE_bool("do_train", False, "Whether to run training.")
@@ -55,6 +56,15 @@ def define_run_flags(fine_tuning, head_dropout=False):
         flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
         flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
         flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training with linear warmup.")
+    if length_grouping:
+        flags.DEFINE_bool(
+            "group_by_length",
+            False,
+            "Training batches of similar lengths: the shuffled examples sorted by length "
+            "within windows of 50 batches, the batches of a window in a seeded random order. "
+            "Far less padding to compute, but other examples share a batch than in the "
+            "original, so results differ from its within the usual run-to-run spread.",
+        )
     if head_dropout:
         flags.DEFINE_float(
             "classifier_dropout_prob",

@@ -53,7 +53,10 @@ def make_predict_step(strategy, outputs_fn, use_xla=False):
             outputs = {k: context.all_gather(v, axis=0) for k, v in outputs.items()}
         return outputs
 
-    @tf.function
+    # Without XLA, after a second batch length the step is traced once more with the length
+    # left open, and that trace serves every later length (tracing costs about as much as
+    # predicting a few hundred short examples). XLA compiles per shape anyway.
+    @tf.function(reduce_retracing=not use_xla)
     def predict_step(batch):
         per_replica = strategy.run(replica_fn, args=(batch,))
         local = strategy.experimental_local_results

@@ -36,6 +36,10 @@ from training.strategy import is_chief
 # Prediction sorts examples by length within windows of this many batches: long enough to
 # group similar lengths, short enough that memory stays flat on large files.
 _SORT_WINDOW_BATCHES = 64
+# --group_by_length sorts training examples within windows of this many batches (as Hugging
+# Face's length-grouped sampler): similar lengths per batch, yet every batch drawn from a
+# stretch of the shuffled stream.
+_GROUP_WINDOW_BATCHES = 50
 
 
 @dataclasses.dataclass
@@ -51,6 +55,9 @@ class TrainConfig:
         pad_to_max_seq_length: False cuts every batch to its longest sequence, rounded up to
             a length bucket (`data.records.batching`); True keeps the records' full length,
             as the original (a TPU always does).
+        group_by_length: training batches of similar lengths (windows of
+            `_GROUP_WINDOW_BATCHES` batches; see `data.records.batching`); only the
+            fine-tuning runners define the flag.
         num_train_steps, num_warmup_steps: None for fine-tuning runs, which derive them from the
             number of examples and `--num_train_epochs` / `--warmup_proportion`.
         weight_decay_rate, clip_norm: the original optimizer's constants.
@@ -71,6 +78,7 @@ class TrainConfig:
     seed: int
     pad_to_whole_batches: bool | None
     pad_to_max_seq_length: bool
+    group_by_length: bool = False
     num_train_steps: int | None = None
     num_warmup_steps: int | None = None
     weight_decay_rate: float = 0.01
@@ -290,7 +298,11 @@ class Trainer:
             self.strategy,
             lambda batching: dataset_fn(start, batching),
             is_training=True,
-            options=Batching(trim_to_buckets=self.trim),
+            options=Batching(
+                trim_to_buckets=self.trim,
+                group_batches=_GROUP_WINDOW_BATCHES if cfg.group_by_length else 0,
+                group_seed=cfg.seed,
+            ),
         )
         writer = summaries.SummaryWriter(cfg.output_dir, "train", enabled=is_chief(self.strategy))
         progress = summaries.Progress(self.step, cfg.num_train_steps, cfg.train_batch_size)
@@ -352,7 +364,8 @@ class Trainer:
             sums = {k: self._sum_over_replicas(list(v)) for k, v in task.metric_sums(aux).items()}
             return loss, sums
 
-        @tf.function
+        # One trace with the length left open serves batches cut to different lengths.
+        @tf.function(reduce_retracing=True)
         def eval_step(batch):
             loss, sums = self.strategy.run(replica_eval, args=(batch,))
             first = self.strategy.experimental_local_results

@@ -17,6 +17,11 @@ into global batches. A `Batching` then says what this pipeline yields of each:
 * **Padding to whole batches**: the last batch of a finite set filled with copies of its first
   example marked `is_real_example` = 0 (the original's `PaddingInputExample`), for the static
   batch shapes a TPU needs.
+* **Grouping by length** (training, opt-in): the stream cut into windows of `group_batches`
+  global batches, each window sorted by length and cut into batches, whose order within the
+  window is shuffled by a seed and the window's index. Batches then hold similar lengths, so
+  the cut to a bucket removes most of the padding; this changes which examples share a batch
+  (not which are read, nor the number of steps), so training no longer follows the original.
 """
 
 import dataclasses
@@ -47,6 +52,9 @@ class Batching:
         sort_batches: sort examples by length within windows of this many batches and add
             `example_index` (0: keep the order).
         background: parse and prefetch on tf.data threads (False: on the consumer's thread).
+        group_batches: training: group examples by length within windows of this many
+            global batches (0: keep the stream's batches).
+        group_seed: seed of the batch order within each window.
     """
 
     num_pipelines: int = 1
@@ -56,6 +64,8 @@ class Batching:
     trim_to_buckets: bool = False
     sort_batches: int = 0
     background: bool = True
+    group_batches: int = 0
+    group_seed: int = 0
 
     @property
     def splits(self):
@@ -133,26 +143,56 @@ def _sorted_by_length(batch):
     return {name: tf.gather(value, order) for name, value in batch.items()}
 
 
+def _grouped_by_length(ds, batch_size, batching, skip_batches):
+    """Whole windows of the stream -> batches of similar lengths (see the module docstring).
+
+    `ds` yields windows of `group_batches * batch_size` examples, the first of them window
+    number `skip_batches // group_batches` of the stream; the first `skip_batches %
+    group_batches` batches are dropped, so a resumed run continues where it stopped.
+    """
+    count = batching.group_batches
+    first_window = skip_batches // count
+
+    def regroup(index, window):
+        window = _sorted_by_length(window)
+        # [count * B, ...] -> [count, B, ...], the batches in an order drawn for this window.
+        order = tf.random.experimental.stateless_shuffle(
+            tf.range(count), seed=[batching.group_seed, first_window + index]
+        )
+        return {
+            name: tf.gather(tf.reshape(value, [count, batch_size, *_rest(value)]), order)
+            for name, value in window.items()
+        }
+
+    ds = ds.enumerate().map(lambda i, w: regroup(tf.cast(i, tf.int32), w)).unbatch()
+    return ds.skip(skip_batches % count)
+
+
 def _cast_ints(batch):
     # TPUs only take int32; the files hold int64.
     return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in batch.items()}
 
 
-def batch_examples(batches, batch_size, drop_remainder, batching):
+def batch_examples(batches, batch_size, drop_remainder, batching, skip_batches=0):
     """Parsed batches of the global stream -> this pipeline's batches.
 
     Args:
         batches: a `tf.data.Dataset` of feature dicts, each a batch of consecutive examples
-            of the global stream (any size when `batching.sort_batches`, else `batch_size`).
+            of the global stream (any size when `batching.sort_batches`; whole windows of
+            `batching.group_batches` global batches when grouping; else `batch_size`).
         batch_size: the global batch size.
         drop_remainder: the stream only has whole batches (training).
         batching: a `Batching`.
+        skip_batches: with `group_batches`, the global batches of the stream already
+            trained on; the stream must start at the window that holds the next one.
 
     Returns:
         A `tf.data.Dataset` of feature dicts: global batches, or per-replica batches when
         `batching` splits them; int64 features as int32.
     """
     ds = batches.map(_cast_ints)
+    if batching.group_batches:
+        ds = _grouped_by_length(ds, batch_size, batching, skip_batches)
     if batching.sort_batches:
         ds = ds.unbatch().enumerate().map(lambda i, x: {**x, "example_index": tf.cast(i, tf.int32)})
         window = batching.sort_batches * batch_size

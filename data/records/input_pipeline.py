@@ -56,12 +56,14 @@ def check_record_lengths(path, feature_spec, producer="create_pretraining_data.p
     raise ValueError(f"{path} holds no records.")
 
 
-def _parsed_batches(records, feature_spec, batch_size, drop_remainder, batching):
+def _parsed_batches(records, feature_spec, batch_size, drop_remainder, batching, skip=0):
     """Serialized records -> this pipeline's parsed batches (see `batch_examples`)."""
-    # Sorting windows are parsed whole; otherwise each global batch is parsed at once. One
-    # vectorised parse per batch costs a fraction of per-record parsing.
-    chunk = batch_size * batching.sort_batches if batching.sort_batches else batch_size
-    ds = records.batch(chunk, drop_remainder=drop_remainder and not batching.sort_batches)
+    # Sorting and grouping windows are parsed whole; otherwise each global batch is parsed at
+    # once. One vectorised parse per batch costs a fraction of per-record parsing.
+    windows = batching.sort_batches or batching.group_batches or 1
+    ds = records.batch(
+        batch_size * windows, drop_remainder=drop_remainder and not batching.sort_batches
+    )
 
     def parse(serialized):
         return tf.io.parse_example(serialized, feature_spec)
@@ -71,7 +73,7 @@ def _parsed_batches(records, feature_spec, batch_size, drop_remainder, batching)
     else:
         # Parsed on the caller's thread when asked for: no tf.data thread runs beside the model.
         ds = ds.map(parse)
-    ds = batch_examples(ds, batch_size, drop_remainder, batching)
+    ds = batch_examples(ds, batch_size, drop_remainder, batching, skip)
     return ds.prefetch(tf.data.AUTOTUNE) if batching.background else ds
 
 
@@ -120,6 +122,8 @@ def pretraining_dataset(
         batches, or per-replica batches when `batching` splits them.
     """
     batching = batching or Batching()
+    if batching.group_batches:
+        raise ValueError("Grouping by length is for fine-tuning input only.")
     spec = pretraining_feature_spec(max_seq_length, max_predictions_per_seq)
     files, own = _pipeline_files(list(files), batching)
     if own is not batching:
@@ -172,6 +176,10 @@ def fine_tuning_dataset(
     ds = tf.data.TFRecordDataset(path)
     if is_training:
         ds = ds.repeat().shuffle(100, seed=seed)
-        if skip_batches:
-            ds = ds.skip(skip_batches * batch_size)
-    return _parsed_batches(ds, spec, batch_size, is_training, batching)
+        # Grouping resumes from the start of the window of the next batch.
+        window = batching.group_batches or 1
+        if skip_batches >= window:
+            ds = ds.skip(skip_batches // window * window * batch_size)
+    elif batching.group_batches:
+        raise ValueError("Grouping by length is for training input only.")
+    return _parsed_batches(ds, spec, batch_size, is_training, batching, skip_batches)

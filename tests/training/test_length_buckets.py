@@ -120,9 +120,12 @@ def test_training_and_prediction_equal_full_length(files, tmp_path, name):
         np.testing.assert_allclose(cut_out["loss_sum"], full_out["loss_sum"], atol=1e-5)
 
 
-def test_prediction_compiles_once_per_bucket(files, tmp_path):
+@pytest.mark.parametrize("use_xla", [True, False])
+def test_prediction_compiles_once_per_bucket(files, tmp_path, use_xla):
+    """XLA compiles one program per bucket length; without XLA the step is traced again
+    only once, with the length left open, and that trace serves every bucket."""
     make_task, reader = _setup("classifier", files)
-    trainer = _trainer(make_task, tmp_path, False, use_xla=True)
+    trainer = _trainer(make_task, tmp_path, False, use_xla=use_xla)
     traces = []
     outputs_fn = trainer.task.prediction_outputs
 
@@ -140,5 +143,7 @@ def test_prediction_compiles_once_per_bucket(files, tmp_path):
         outputs = trainer.predict(lambda b: reader("test", 8, False, 0, b))
     assert len(outputs["predictions"]) == 40
     assert len(traces) <= len(seen) <= len(bucket_lengths(SEQ))
+    if not use_xla:
+        assert len(traces) <= 2 < len(seen), traces
     in_order = np.concatenate([b["label_ids"] for b in reader("test", 8, False)])
     np.testing.assert_array_equal(outputs["labels"], in_order)

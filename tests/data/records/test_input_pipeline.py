@@ -2,6 +2,8 @@
 replicas of a step together hold exactly the global batch of one device, in order; padding to
 whole batches marks the filling; file sharding gives each pipeline its own files."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,7 @@ def _ids(batch):
     return [tuple(row) for row in batch["input_ids"].numpy().tolist()]
 
 
-def _steps(dataset_fn, pipelines, replicas, steps):
+def _steps(dataset_fn, pipelines, replicas, steps, batch_size=12):
     """Per step, the concatenation of every replica's batch in (pipeline, replica) order."""
     streams = [
         iter(dataset_fn(Batching(num_pipelines=pipelines, pipeline_index=i, replicas=replicas)))
@@ -28,7 +30,7 @@ def _steps(dataset_fn, pipelines, replicas, steps):
         for stream in streams:
             for _ in range(replicas):
                 batch = next(stream)
-                assert batch["input_ids"].shape[0] == 12 // (pipelines * replicas)
+                assert batch["input_ids"].shape[0] == batch_size // (pipelines * replicas)
                 rows += _ids(batch)
         out.append(rows)
     return out
@@ -114,3 +116,56 @@ def test_file_sharding_reads_only_own_files(files):
 def test_batch_size_must_split_over_replicas(files):
     with pytest.raises(ValueError, match="not divisible by the number of replicas \\(4\\)"):
         pretraining_dataset(files[:1], 32, 5, 10, True, batching=Batching(2, 0, 2))
+
+
+def test_group_by_length_keeps_each_window_and_resumes(tmp_path):
+    """Grouping: every window of 5 batches holds exactly the stream's examples of that window,
+    each batch a run of similar lengths, the windows' batch orders differ, the split over
+    replicas still rebuilds the global batches, and a resume anywhere inside a window
+    continues the same batches."""
+    rng = np.random.default_rng(0)
+    features = []
+    for i in range(97):
+        length = int(rng.integers(2, 33))
+        ids = [1000 + i] + [7] * (length - 1) + [0] * (32 - length)
+        mask = [1] * length + [0] * (32 - length)
+        features.append(ClassifierFeatures(ids, mask, [0] * 32, i % 2, True))
+    path = str(tmp_path / "train.tf_record")
+    write_classifier_tfrecord(features, path)
+    group = Batching(group_batches=5, group_seed=4)
+
+    def dataset_fn(batching, skip=0):
+        return classifier_dataset(path, 32, False, 8, True, 3, skip, batching)
+
+    def examples(batch):
+        return [row[0] for row in batch["input_ids"].numpy().tolist()]
+
+    def lengths(batch):
+        return batch["input_mask"].numpy().sum(1).tolist()
+
+    plain = list(dataset_fn(Batching()).take(20))
+    grouped = list(dataset_fn(group).take(20))
+    spans = []
+    for w in range(4):
+        window = range(5 * w, 5 * w + 5)
+        assert sorted(x for b in window for x in examples(grouped[b])) == sorted(
+            x for b in window for x in examples(plain[b])
+        )
+        ordered = sorted(n for b in window for n in lengths(grouped[b]))
+        # Each batch is a run of 8 consecutive lengths of the window's sorted order.
+        runs = sorted(sorted(lengths(grouped[b])) for b in window)
+        assert [n for run in runs for n in run] == ordered
+        spans.append([min(lengths(grouped[b])) for b in window])
+    assert len({tuple(np.argsort(s)) for s in spans}) > 1  # batch order drawn per window
+    padding = [sum(32 - n for n in lengths(b)) for b in grouped]
+    cut = [max(lengths(b)) * 8 - sum(lengths(b)) for b in grouped]
+    assert sum(cut) < 0.5 * sum(max(lengths(b)) * 8 - sum(lengths(b)) for b in plain)
+    assert sum(cut) < sum(padding)
+    for skip in (3, 5, 12):
+        resumed = list(dataset_fn(group, skip).take(4))
+        assert [examples(b) for b in resumed] == [examples(b) for b in grouped[skip : skip + 4]]
+    with_group = {"group_batches": 5, "group_seed": 4}
+    split = _steps(lambda b: dataset_fn(dataclasses.replace(b, **with_group)), 2, 2, 6, 8)
+    assert split == [_ids(b) for b in grouped[:6]]
+    with pytest.raises(ValueError, match="for training input only"):
+        classifier_dataset(path, 32, False, 8, False, batching=group)
