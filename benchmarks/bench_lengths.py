@@ -218,7 +218,7 @@ def drive(args):
     variants = [
         (mode, xla, padding)
         for mode in modes
-        for xla in ([False] if args.no_xla else [False, True])
+        for xla in ([False] if args.no_xla else [True] if args.only_xla else [False, True])
         for padding in ("pad", "cut", "group")
         if padding != "group" or (mode == "train" and args.group)
     ]
@@ -285,6 +285,7 @@ def main():
     parser.add_argument("--iterations_per_loop", type=int, default=5)
     parser.add_argument("--xla", action="store_true")
     parser.add_argument("--no_xla", action="store_true", help="Driver: skip the XLA variants.")
+    parser.add_argument("--only_xla", action="store_true", help="Driver: only the XLA variants.")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--output", help="Driver: write the results as JSON.")

@@ -2,7 +2,7 @@
 
 `serving_default` tokenizes in the graph (`BertPreprocessor`: ids identical to `FullTokenizer`,
 truncation and packing as run_classifier's `convert_single_example`), runs the fine-tuned model
-and returns what run_classifier writes to test_results.tsv plus the label string:
+on the batch cut to its longest sequence and returns what run_classifier writes to test_results.tsv plus the label string:
 
 * classification: `probabilities` float32 `[B, C]` (softmax of the logits) and `label` string
   `[B]` (the task's label of the most probable class);
@@ -48,7 +48,10 @@ class ClassifierExport(tf.Module):
         self._labels = tf.constant(list(labels) or [""])
 
     def _answer(self, features):
-        logits = self.model({k: features[k] for k in _INPUT_KEYS}, training=False)
+        # The model runs at the batch's longest sequence, not at max_seq_length: outputs at
+        # real positions do not depend on trailing padding (as run_classifier's cut batches).
+        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(features["input_mask"], axis=1)), 1)
+        logits = self.model({k: features[k][:, :longest] for k in _INPUT_KEYS}, training=False)
         if self.is_regression:
             return {"score": logits[:, 0]}
         probabilities = tf.nn.softmax(logits, axis=-1)

@@ -3,6 +3,7 @@
 import json
 import re
 
+import numpy as np
 import tensorflow as tf
 
 from data.tokenization.full_tokenizer import convert_to_unicode
@@ -56,6 +57,40 @@ def convert_examples_to_features(examples, max_seq_length, tokenizer, num_logged
     return features
 
 
+# Beyond this magnitude x * 1e6 is no longer an exact float64 integer after rounding.
+_EXACT_SCALED_LIMIT = 2.0**52
+
+
+def round_6(values):
+    """`[round(float(v), 6) for v in row]` for every row of a float array, vectorised.
+
+    Python's `round(x, 6)` is the float64 nearest to x rounded (half to even, on x's exact
+    binary value) to an integer multiple k of 1e-6; `k / 1e6`, one correctly rounded division,
+    is that same float64. `rint(x * 1e6)` finds k unless the product's own rounding moved it
+    across a half (only when x * 1e6 lies within about 1e-7 of one); those values, non-finite
+    ones and magnitudes whose k is not exact take Python's `round` itself.
+
+    Args:
+        values: float array `[N, H]` (float32 activations).
+
+    Returns:
+        list of N lists of H Python floats.
+    """
+    x = np.asarray(values, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = x * 1e6
+        rounded = np.rint(scaled) / 1e6
+        # The product is within |x * 1e6| * 2**-53 of the exact one; a margin of 8 times that.
+        margin = (np.abs(scaled) + 1.0) * 2.0**-50
+        unsure = ~(np.abs(scaled) < _EXACT_SCALED_LIMIT) | (
+            np.abs(scaled - np.floor(scaled) - 0.5) <= margin
+        )
+    rows = rounded.tolist()
+    for i, j in zip(*np.nonzero(unsure), strict=True):
+        rows[i][j] = round(float(x[i, j]), 6)
+    return rows
+
+
 def format_json_line(unique_id, tokens, layer_indexes, layer_values):
     """One output line, byte for byte as the original writes it.
 
@@ -68,11 +103,13 @@ def format_json_line(unique_id, tokens, layer_indexes, layer_values):
     Returns:
         The JSON text without the newline.
     """
+    count = len(tokens)
+    rounded = [round_6(values[:count]) for values in layer_values]
     features = []
     for i, token in enumerate(tokens):
         layers = [
-            {"index": index, "values": [round(v, 6) for v in values[i].tolist()]}
-            for index, values in zip(layer_indexes, layer_values, strict=True)
+            {"index": index, "values": rows[i]}
+            for index, rows in zip(layer_indexes, rounded, strict=True)
         ]
         features.append({"token": token, "layers": layers})
     return json.dumps({"linex_index": unique_id, "features": features})

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from data.extraction.features import format_json_line, read_examples
+from data.extraction.features import format_json_line, read_examples, round_6
 from data.tokenization.full_tokenizer import FullTokenizer
 from modeling.config import BertConfig
 from tests.helpers.paths import REPO
@@ -328,6 +328,18 @@ def test_original_writer_met_the_awkward_cases(written):
     assert [w for w in NON_ASCII_WORDS if w in tokens] == NON_ASCII_WORDS
     for needle in ("-0.0,", "NaN", "-Infinity", "e+38", "e-06", "\\u00df", "\\ud83d\\ude00"):
         assert needle in text, needle
+
+
+def test_vectorised_rounding_equals_python_round():
+    """round_6 against the original's `round(float(x), 6)` on every awkward kind of value
+    (ties at the 7th decimal, near-ties, signed zeros, denormals, huge, non-finite)."""
+    layers = _awkward_activations(6, 64, 128, 6, seed=1)
+    for values in layers:
+        flat = values.reshape(-1, values.shape[-1])
+        got = round_6(flat)
+        want = [[round(v, 6) for v in row] for row in flat.tolist()]
+        # repr tells -0.0 from 0.0 and matches nan with nan: what json.dumps writes.
+        assert [list(map(repr, r)) for r in got] == [list(map(repr, r)) for r in want]
 
 
 def test_json_line_format_is_byte_exact(written):
