@@ -71,6 +71,12 @@ flags.DEFINE_float(
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
 define_precision_flag()
+flags.DEFINE_bool(
+    "pad_to_max_seq_length",
+    False,
+    "--task=classifier: run every request batch at --max_seq_length (static shapes, as a TPU "
+    "needs) instead of at its longest sequence.",
+)
 
 
 def main(_):

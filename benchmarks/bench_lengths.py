@@ -113,7 +113,8 @@ def prepare(args):
 def _trainer(args, config, num_steps, padding):
     import keras
 
-    from training.loop import TrainConfig, Trainer
+    from training.loop import Trainer
+    from training.settings import TrainConfig
     from training.strategy import create_strategy
     from training.tasks import ClassifierTask, NerTask
 

@@ -161,7 +161,8 @@ def _dataset_fn(args):
 def run_loop(args, config, strategy, marks):
     import keras
 
-    from training.loop import TrainConfig, Trainer
+    from training.loop import Trainer
+    from training.settings import TrainConfig
     from training.tasks import PretrainingTask
 
     keras.utils.set_random_seed(1)

@@ -32,10 +32,20 @@ class ClassifierExport(tf.Module):
         labels: the task's label strings, in class-id order (ignored for regression).
         is_regression: one output, returned as `score`.
         has_text_b: the task takes sentence pairs (`text_b` is a signature input).
+        pad_to_max_seq_length: run every batch at `max_seq_length` (static shapes, e.g. for
+            TPU serving) instead of at its longest sequence.
     """
 
     def __init__(
-        self, model, vocab_file, do_lower_case, max_seq_length, labels, is_regression, has_text_b
+        self,
+        model,
+        vocab_file,
+        do_lower_case,
+        max_seq_length,
+        labels,
+        is_regression,
+        has_text_b,
+        pad_to_max_seq_length=False,
     ):
         super().__init__(name="text_classifier")
         self.model = model
@@ -45,13 +55,17 @@ class ClassifierExport(tf.Module):
         self.max_seq_length = max_seq_length
         self.is_regression = is_regression
         self.has_text_b = has_text_b
+        self.pad_to_max_seq_length = pad_to_max_seq_length
         self._labels = tf.constant(list(labels) or [""])
 
     def _answer(self, features):
-        # The model runs at the batch's longest sequence, not at max_seq_length: outputs at
-        # real positions do not depend on trailing padding (as run_classifier's cut batches).
-        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(features["input_mask"], axis=1)), 1)
-        logits = self.model({k: features[k][:, :longest] for k in _INPUT_KEYS}, training=False)
+        inputs = {k: features[k] for k in _INPUT_KEYS}
+        if not self.pad_to_max_seq_length:
+            # The batch's longest sequence, not max_seq_length: outputs at real positions do
+            # not depend on trailing padding (as run_classifier's cut batches).
+            longest = tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1))
+            inputs = {k: v[:, : tf.maximum(longest, 1)] for k, v in inputs.items()}
+        logits = self.model(inputs, training=False)
         if self.is_regression:
             return {"score": logits[:, 0]}
         probabilities = tf.nn.softmax(logits, axis=-1)

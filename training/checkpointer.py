@@ -8,10 +8,13 @@ original had no name for (dropout seed state, the fp16 loss scale) is stored und
 
 Each save writes under a temporary name and renames; the `checkpoint` state file is replaced
 last, so a crash during a save leaves the previous checkpoint as the latest one.
+`StopRequest` turns SIGTERM/SIGINT into a request, checked between compiled calls, to save and
+exit.
 """
 
 import os
 import re
+import signal
 
 import numpy as np
 import tensorflow as tf
@@ -107,3 +110,25 @@ class TrainingCheckpointer:
         self.optimizer.iterations.assign(step)
         logging.info("Resumed from %s at step %d", prefix, step)
         return step
+
+
+class StopRequest:
+    """Turns SIGTERM/SIGINT into a flag checked between compiled calls."""
+
+    def __init__(self):
+        self.requested, self.signum, self._old = False, 0, {}
+
+    def _handle(self, signum, frame):
+        self.requested, self.signum = True, signum
+
+    def __enter__(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                self._old[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread
+                pass
+        return self
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)

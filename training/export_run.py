@@ -53,6 +53,7 @@ class ExportRun:
     version_2_with_negative: bool = False
     null_score_diff_threshold: float | None = None
     precision: str = "float32"
+    pad_to_max_seq_length: bool = False
 
 
 def _check_vocab(vocab_file, vocab_size):
@@ -92,6 +93,7 @@ def _classifier(run, bert_config, prefix):
         labels,
         processor.is_regression,
         processor.has_text_b,
+        run.pad_to_max_seq_length,
     )
     return export, export.signatures()
 

@@ -6,9 +6,8 @@ from absl import flags
 
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
 from modeling.config import BertConfig
-from training.loop import TrainConfig
 from training.precision import PRECISIONS
-from training.settings import log_at_info, settings_from_flags
+from training.settings import TrainConfig, log_at_info, settings_from_flags
 from training.strategy import STRATEGIES, create_strategy
 
 

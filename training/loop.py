@@ -9,7 +9,6 @@ A task (`training.tasks`) supplies the model, its checkpoint names and its loss;
 the interface.
 """
 
-import dataclasses
 import functools
 
 import keras
@@ -21,16 +20,14 @@ from data.records.batching import Batching
 from modeling import tf1_checkpoint
 from modeling.optimization import create_optimizer
 from training import inference, summaries
-from training.checkpointer import TrainingCheckpointer
+from training.checkpointer import StopRequest, TrainingCheckpointer
 from training.distributed_input import (
     inference_batches,
     pad_to_whole_batches,
     trim_lengths,
     whole_batches,
 )
-from training.loss_scale import DynamicLossScale
-from training.precision import check_precision
-from training.stop_signals import StopRequest
+from training.precision import DynamicLossScale, check_precision
 from training.strategy import is_chief
 
 # Prediction sorts examples by length within windows of this many batches: long enough to
@@ -40,49 +37,6 @@ _SORT_WINDOW_BATCHES = 64
 # Face's length-grouped sampler): similar lengths per batch, yet every batch drawn from a
 # stretch of the shuffled stream.
 _GROUP_WINDOW_BATCHES = 50
-
-
-@dataclasses.dataclass
-class TrainConfig:
-    """Everything the loop needs besides the task and the data.
-
-    Every field but the last four is the runner flag of the same name (defaults live in the
-    flag definitions); `training.settings.settings_from_flags` fills them.
-
-    Attributes:
-        pad_to_whole_batches: None decides from the strategy (see
-            `training.distributed_input.pad_to_whole_batches`).
-        pad_to_max_seq_length: False cuts every batch to its longest sequence, rounded up to
-            a length bucket (`data.records.batching`); True keeps the records' full length,
-            as the original (a TPU always does).
-        group_by_length: training batches of similar lengths (windows of
-            `_GROUP_WINDOW_BATCHES` batches; see `data.records.batching`); only the
-            fine-tuning runners define the flag.
-        num_train_steps, num_warmup_steps: None for fine-tuning runs, which derive them from the
-            number of examples and `--num_train_epochs` / `--warmup_proportion`.
-        weight_decay_rate, clip_norm: the original optimizer's constants.
-    """
-
-    output_dir: str
-    learning_rate: float
-    train_batch_size: int
-    save_checkpoints_steps: int
-    iterations_per_loop: int
-    log_every_steps: int
-    num_accumulation_steps: int
-    optimizer: str
-    precision: str
-    use_xla: bool
-    init_checkpoint: str | None
-    keep_checkpoint_max: int
-    seed: int
-    pad_to_whole_batches: bool | None
-    pad_to_max_seq_length: bool
-    group_by_length: bool = False
-    num_train_steps: int | None = None
-    num_warmup_steps: int | None = None
-    weight_decay_rate: float = 0.01
-    clip_norm: float = 1.0
 
 
 def _check(config, num_replicas):

@@ -1,4 +1,5 @@
-"""Runner settings from parsed flags, without importing TensorFlow (data tools use it too).
+"""Runner settings from parsed flags, without importing TensorFlow (data tools use it too),
+and the training loop's settings (`TrainConfig`).
 
 A runner's settings object is a dataclass whose fields are flags of the same names; the flag
 definitions hold the defaults, so each setting has exactly one.
@@ -33,3 +34,46 @@ def log_at_info(flag_values):
     """Logs the runner's progress (INFO) unless --verbosity / -v asks for another level."""
     if not flag_values["verbosity"].present:
         logging.set_verbosity(logging.INFO)
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Everything the loop needs besides the task and the data.
+
+    Every field but the last four is the runner flag of the same name (defaults live in the
+    flag definitions); `training.settings.settings_from_flags` fills them.
+
+    Attributes:
+        pad_to_whole_batches: None decides from the strategy (see
+            `training.distributed_input.pad_to_whole_batches`).
+        pad_to_max_seq_length: False cuts every batch to its longest sequence, rounded up to
+            a length bucket (`data.records.batching`); True keeps the records' full length,
+            as the original (a TPU always does).
+        group_by_length: training batches of similar lengths (windows of
+            50 batches, `training.loop`; see `data.records.batching`); only the
+            fine-tuning runners define the flag.
+        num_train_steps, num_warmup_steps: None for fine-tuning runs, which derive them from the
+            number of examples and `--num_train_epochs` / `--warmup_proportion`.
+        weight_decay_rate, clip_norm: the original optimizer's constants.
+    """
+
+    output_dir: str
+    learning_rate: float
+    train_batch_size: int
+    save_checkpoints_steps: int
+    iterations_per_loop: int
+    log_every_steps: int
+    num_accumulation_steps: int
+    optimizer: str
+    precision: str
+    use_xla: bool
+    init_checkpoint: str | None
+    keep_checkpoint_max: int
+    seed: int
+    pad_to_whole_batches: bool | None
+    pad_to_max_seq_length: bool
+    group_by_length: bool = False
+    num_train_steps: int | None = None
+    num_warmup_steps: int | None = None
+    weight_decay_rate: float = 0.01
+    clip_norm: float = 1.0

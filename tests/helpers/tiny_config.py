@@ -32,7 +32,7 @@ def write_tiny_config(path, **overrides):
 
 def tiny_train_config(output_dir, **overrides):
     """A `TrainConfig` for tiny runs of the loop: every step logged, nothing compiled."""
-    from training.loop import TrainConfig
+    from training.settings import TrainConfig
 
     values = dict(
         output_dir=str(output_dir),

@@ -27,7 +27,7 @@ def main():
     from data.records import input_pipeline
     from tests.helpers.tiny_config import tiny_config, tiny_train_config
     from training import loop
-    from training.loss_scale import DynamicLossScale
+    from training.precision import DynamicLossScale
     from training.strategy import create_strategy
     from training.tasks import PretrainingTask
 

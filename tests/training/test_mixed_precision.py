@@ -18,7 +18,7 @@ from modeling import tf1_checkpoint
 from tests.helpers.scripts import run_in_repo
 from tests.helpers.tiny_config import TINY_CONFIG, tiny_config, tiny_train_config
 from training import loop
-from training.loss_scale import DynamicLossScale
+from training.precision import DynamicLossScale
 from training.strategy import create_strategy
 from training.tasks import ClassifierTask, PretrainingTask
 
