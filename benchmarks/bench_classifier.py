@@ -39,7 +39,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench_pretraining_loop import bert_config, timed_train  # noqa: E402  (benchmarks/ is on sys.path)
+from bench_pretraining_loop import bert_config, timed_train, timed_train_config  # noqa: E402  (benchmarks/ is on sys.path)
 
 NUM_LABELS = {"classifier": 2, "ner": 9}
 
@@ -171,7 +171,6 @@ def _trainer(args, config, num_steps):
     import keras
 
     from training.loop import Trainer
-    from training.settings import TrainConfig
     from training.strategy import create_strategy
 
     strategy = create_strategy("one_device")
@@ -179,26 +178,15 @@ def _trainer(args, config, num_steps):
     return Trainer(
         _task(args, config),
         strategy,
-        TrainConfig(
-            output_dir=tempfile.mkdtemp(prefix="bench_classifier_"),
+        # Every batch at full length, as the bare step it is compared with.
+        timed_train_config(
             num_train_steps=num_steps,
             num_warmup_steps=10,
-            learning_rate=2e-5,
             train_batch_size=args.batch,
-            save_checkpoints_steps=10**9,
-            # One compiled call per `--iterations_per_loop` steps, each logged: the timing marks.
             iterations_per_loop=args.iterations_per_loop,
-            log_every_steps=args.iterations_per_loop,
-            num_accumulation_steps=1,
-            optimizer="adamw",
-            precision="float32",
             use_xla=args.xla,
-            init_checkpoint=None,
             keep_checkpoint_max=5,
             seed=args.seed,
-            pad_to_whole_batches=None,
-            # Every batch at full length, as the bare step it is compared with.
-            pad_to_max_seq_length=True,
         ),
     )
 
@@ -302,7 +290,15 @@ def drive(args):
     # whole (never sped up), so the best run is the cleaner view of intrinsic overhead. CPU
     # time is immune to that slowing (the guest's CPU time does not change when the host holds
     # it back), so examples per CPU-second show the work each path adds.
-    header = ("variant", "median ex/s", "vs bare", "best ex/s", "vs bare", "ex/CPU-s", "vs bare")
+    header = (
+        "variant",
+        "median ex/s",
+        "vs bare",
+        "best ex/s",
+        "vs bare",
+        "ex/CPU-s",
+        "vs bare",
+    )
     print("\n{:<18} {:>12} {:>8} {:>10} {:>8} {:>9} {:>8}".format(*header))
     nan = float("nan")
     for name, _, _, bare in variants:
@@ -322,7 +318,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--driver", action="store_true", help="Run all variants interleaved.")
     parser.add_argument(
-        "--mode", choices=["bare_train", "train", "bare_predict", "predict"], default="train"
+        "--mode",
+        choices=["bare_train", "train", "bare_predict", "predict"],
+        default="train",
     )
     parser.add_argument("--only", default="", help="Driver: comma-separated modes to run.")
     parser.add_argument("--no_xla", action="store_true", help="Driver: skip the XLA variants.")

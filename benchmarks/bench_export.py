@@ -35,7 +35,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench_pretraining_loop import bert_config  # noqa: E402  (benchmarks/ is on sys.path)
+from bench_pretraining_loop import bert_config, timed_train_config  # noqa: E402  (benchmarks/ is on sys.path)
 
 
 def _vocab():
@@ -88,7 +88,9 @@ def prepare(args):
     )
     export_model(run, config)
     full = dataclasses.replace(
-        run, export_dir=os.path.join(args.work_dir, "export_pad"), pad_to_max_seq_length=True
+        run,
+        export_dir=os.path.join(args.work_dir, "export_pad"),
+        pad_to_max_seq_length=True,
     )
     export_model(full, config)
 
@@ -116,7 +118,6 @@ def run_runner(args, texts):
     from data.tokenization.full_tokenizer import FullTokenizer
     from modeling.config import BertConfig
     from training.loop import Trainer
-    from training.settings import TrainConfig
     from training.strategy import create_strategy
     from training.tasks import ClassifierTask
 
@@ -126,23 +127,13 @@ def run_runner(args, texts):
     trainer = Trainer(
         ClassifierTask(config, 2),
         strategy,
-        TrainConfig(
+        timed_train_config(
             output_dir=out_dir,
             num_train_steps=None,
             num_warmup_steps=None,
-            learning_rate=2e-5,
             train_batch_size=args.batch,
-            save_checkpoints_steps=1000,
-            iterations_per_loop=1,
-            log_every_steps=1,
-            num_accumulation_steps=1,
-            optimizer="adamw",
-            precision="float32",
-            use_xla=False,
             init_checkpoint=os.path.join(args.work_dir, "ckpt", "model.ckpt"),
-            keep_checkpoint_max=1,
             seed=args.seed,
-            pad_to_whole_batches=None,
             pad_to_max_seq_length=args.padding == "pad",
         ),
     )
@@ -176,7 +167,15 @@ def drive(args):
     rates = {v: [] for v in variants}
     for round_index in range(args.rounds):
         for mode, padding in variants:
-            cmd = [sys.executable, __file__, *common, "--mode", mode, "--padding", padding]
+            cmd = [
+                sys.executable,
+                __file__,
+                *common,
+                "--mode",
+                mode,
+                "--padding",
+                padding,
+            ]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
             result = json.loads(out.strip().splitlines()[-1])
             rates[(mode, padding)].append((result["examples_per_s"], result["examples_per_cpu_s"]))

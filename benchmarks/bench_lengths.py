@@ -36,7 +36,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench_pretraining_loop import bert_config  # noqa: E402  (benchmarks/ is on sys.path)
+from bench_pretraining_loop import bert_config, timed_train_config  # noqa: E402  (benchmarks/ is on sys.path)
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CONLL = os.path.join(_REPO, "tests", "testdata", "conll2003")
@@ -114,28 +114,16 @@ def _trainer(args, config, num_steps, padding):
     import keras
 
     from training.loop import Trainer
-    from training.settings import TrainConfig
     from training.strategy import create_strategy
     from training.tasks import ClassifierTask, NerTask
 
     keras.utils.set_random_seed(args.seed)
     task = NerTask(config, 9) if args.task == "ner" else ClassifierTask(config, 2)
-    train_config = TrainConfig(
-        output_dir=tempfile.mkdtemp(prefix="bench_lengths_"),
-        learning_rate=2e-5,
+    train_config = timed_train_config(
         train_batch_size=args.batch,
-        save_checkpoints_steps=10**9,
-        # One compiled call per `--iterations_per_loop` steps, each logged: the timing marks.
         iterations_per_loop=args.iterations_per_loop,
-        log_every_steps=args.iterations_per_loop,
-        num_accumulation_steps=1,
-        optimizer="adamw",
-        precision="float32",
         use_xla=args.xla,
-        init_checkpoint=None,
-        keep_checkpoint_max=1,
         seed=args.seed,
-        pad_to_whole_batches=None,
         pad_to_max_seq_length=padding == "pad",
         group_by_length=padding == "group",
         num_train_steps=num_steps,
@@ -227,7 +215,12 @@ def drive(args):
         *("--task", args.task, "--config", args.config, "--work_dir", args.work_dir),
         *("--seq", str(args.seq), "--batch", str(args.batch)),
         *("--predict_batch", str(args.predict_batch), "--steps", str(args.steps)),
-        *("--warmup", str(args.warmup), "--iterations_per_loop", str(args.iterations_per_loop)),
+        *(
+            "--warmup",
+            str(args.warmup),
+            "--iterations_per_loop",
+            str(args.iterations_per_loop),
+        ),
         *("--examples", str(args.examples)),
     ]
     rates = {v: [] for v in variants}
@@ -272,7 +265,9 @@ def main():
     parser.add_argument("--mode", choices=["train", "predict", "extract"], default="predict")
     parser.add_argument("--padding", choices=["pad", "cut", "group"], default="cut")
     parser.add_argument(
-        "--group", action="store_true", help="Driver: also train with --group_by_length."
+        "--group",
+        action="store_true",
+        help="Driver: also train with --group_by_length.",
     )
     parser.add_argument("--config", choices=["mini", "base"], default="mini")
     parser.add_argument("--wheel", help="gensim-4.4.0 wheel (the Wikipedia excerpt).")

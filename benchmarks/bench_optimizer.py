@@ -35,24 +35,11 @@ _EXCLUDE = ["LayerNorm", "layer_norm", "bias"]
 
 def variable_specs(config_name):
     """[(TF1 name, shape)] of the pretraining model's trainable variables."""
-    from train_step_models import CONFIGS, DROPOUT, INIT_RANGE, MAX_POSITIONS, VOCAB_SIZE
+    from bench_pretraining_loop import bert_config
 
-    from modeling import BertConfig
     from training.tasks import PretrainingTask
 
-    shape = CONFIGS[config_name]
-    config = BertConfig(
-        vocab_size=VOCAB_SIZE,
-        hidden_size=shape["hidden"],
-        num_hidden_layers=shape["layers"],
-        num_attention_heads=shape["heads"],
-        intermediate_size=shape["intermediate"],
-        hidden_dropout_prob=DROPOUT,
-        attention_probs_dropout_prob=DROPOUT,
-        max_position_embeddings=MAX_POSITIONS,
-        initializer_range=INIT_RANGE,
-    )
-    task = PretrainingTask(config)
+    task = PretrainingTask(bert_config(config_name))
     task.build_model()
     return [(name, list(v.shape)) for name, v in task.variable_map().items()]
 

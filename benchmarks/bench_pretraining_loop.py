@@ -42,13 +42,28 @@ CONFIGS = {
     # For dry runs of the accelerator check on a CPU.
     "tiny": dict(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64),
     "mini": dict(
-        num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024
+        num_hidden_layers=4,
+        hidden_size=256,
+        num_attention_heads=4,
+        intermediate_size=1024,
+    ),
+    "small": dict(
+        num_hidden_layers=4,
+        hidden_size=512,
+        num_attention_heads=8,
+        intermediate_size=2048,
     ),
     "base": dict(
-        num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072
+        num_hidden_layers=12,
+        hidden_size=768,
+        num_attention_heads=12,
+        intermediate_size=3072,
     ),
     "large": dict(
-        num_hidden_layers=24, hidden_size=1024, num_attention_heads=16, intermediate_size=4096
+        num_hidden_layers=24,
+        hidden_size=1024,
+        num_attention_heads=16,
+        intermediate_size=4096,
     ),
 }
 VOCAB = 30522
@@ -60,9 +75,39 @@ def bert_config(name):
     return BertConfig(vocab_size=VOCAB, type_vocab_size=2, **CONFIGS[name])
 
 
+def timed_train_config(**fields):
+    """A `TrainConfig` for timed runs: the original optimizer, float32, no XLA, full-length
+    batches, no checkpoint before the end and one progress line per compiled call (the marks
+    `timed_train` times by); `fields` give the rest and override these."""
+    from training.settings import TrainConfig
+
+    settings = {
+        "output_dir": tempfile.mkdtemp(prefix="bench_"),
+        "learning_rate": 2e-5,
+        "save_checkpoints_steps": 10**9,
+        "iterations_per_loop": 1,
+        "num_accumulation_steps": 1,
+        "optimizer": "adamw",
+        "precision": "float32",
+        "use_xla": False,
+        "init_checkpoint": None,
+        "keep_checkpoint_max": 1,
+        "seed": 1,
+        "pad_to_whole_batches": None,
+        "pad_to_max_seq_length": True,
+        **fields,
+    }
+    settings.setdefault("log_every_steps", settings["iterations_per_loop"])
+    return TrainConfig(**settings)
+
+
 def train_flops_per_example(config, seq, preds):
     """Model FLOPs of one training example (forward x 3 for forward + backward)."""
-    h, i, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    h, i, layers = (
+        config.hidden_size,
+        config.intermediate_size,
+        config.num_hidden_layers,
+    )
     per_token_layer = 2 * (4 * h * h + 2 * h * i)  # Q, K, V, output projections + FFN
     attention = 2 * 2 * seq * h  # scores and context, per token and layer
     encoder = seq * layers * (per_token_layer + attention)
@@ -162,7 +207,6 @@ def run_loop(args, config, strategy, marks):
     import keras
 
     from training.loop import Trainer
-    from training.settings import TrainConfig
     from training.tasks import PretrainingTask
 
     keras.utils.set_random_seed(1)
@@ -171,25 +215,16 @@ def run_loop(args, config, strategy, marks):
     trainer = Trainer(
         PretrainingTask(config),
         strategy,
-        TrainConfig(
+        timed_train_config(
             output_dir=out,
             num_train_steps=total,
             num_warmup_steps=100,
             learning_rate=1e-4,
             train_batch_size=args.batch,
-            save_checkpoints_steps=10**9,
             iterations_per_loop=args.iterations_per_loop,
-            log_every_steps=args.iterations_per_loop,
-            num_accumulation_steps=1,
-            optimizer="adamw",
             precision=args.precision,
             use_xla=args.xla,
-            init_checkpoint=None,
             keep_checkpoint_max=5,
-            seed=1,
-            pad_to_whole_batches=None,
-            # Every batch at full length, as the bare step it is compared with.
-            pad_to_max_seq_length=True,
         ),
     )
     # The closing checkpoint is written after the timed window; skipping it saves seconds to

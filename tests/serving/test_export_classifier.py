@@ -128,6 +128,35 @@ def test_text_in_answers_as_test_results(mrpc_run, tmp_path):
     assert got["vocab_asset"].endswith("assets/vocab.txt") and got["do_lower_case"]
 
 
+def _mrpc_export_probabilities(mrpc_run, minilm_tf1, tmp_path, **settings):
+    """Exports the MRPC run with `settings`; its probabilities for the test pairs, served in a
+    fresh process."""
+    export_here(
+        minilm_tf1 / "bert_config.json",
+        task="classifier",
+        task_name="MRPC",
+        checkpoint=mrpc_run["out"],
+        vocab_file=minilm_tf1 / "vocab.txt",
+        max_seq_length=24,
+        export_dir=tmp_path / "export",
+        **settings,
+    )
+    text_a, text_b = _test_pairs(mrpc_run["data"])
+    served = run_fresh(
+        tmp_path,
+        "serve_mrpc",
+        _SERVE_ANY,
+        {"export": str(tmp_path / "export"), "texts": {"text_a": text_a, "text_b": text_b}},
+    )
+    return np.array(served["probabilities"])
+
+
+def test_full_length_export_answers_the_same(mrpc_run, minilm_tf1, tmp_path):
+    """--pad_to_max_seq_length (static shapes) against run_classifier's test_results.tsv."""
+    served = _mrpc_export_probabilities(mrpc_run, minilm_tf1, tmp_path, pad_to_max_seq_length=True)
+    np.testing.assert_allclose(served, _test_results(mrpc_run["out"]), atol=1e-5, rtol=0)
+
+
 def test_bfloat16_prediction_and_export_track_float32(mrpc_run, minilm_tf1, tmp_path):
     """--precision=mixed_bfloat16 for run_classifier's prediction and for the export: the
     float32 run's labels (a flip only where float32 itself is within 0.05 of a tie) and
@@ -156,24 +185,9 @@ def test_bfloat16_prediction_and_export_track_float32(mrpc_run, minilm_tf1, tmp_
     )
     assert result.returncode == 0, result.stderr[-3000:]
     runner = _test_results(out)
-    export_here(
-        minilm_tf1 / "bert_config.json",
-        task="classifier",
-        task_name="MRPC",
-        checkpoint=mrpc_run["out"],
-        vocab_file=minilm_tf1 / "vocab.txt",
-        max_seq_length=24,
-        export_dir=tmp_path / "export",
-        precision="mixed_bfloat16",
+    exported = _mrpc_export_probabilities(
+        mrpc_run, minilm_tf1, tmp_path, precision="mixed_bfloat16"
     )
-    text_a, text_b = _test_pairs(mrpc_run["data"])
-    served = run_fresh(
-        tmp_path,
-        "serve_bf16",
-        _SERVE_ANY,
-        {"export": str(tmp_path / "export"), "texts": {"text_a": text_a, "text_b": text_b}},
-    )
-    exported = np.array(served["probabilities"])
     tie = np.abs(float32[:, 1] - 0.5) < 0.05
     for probabilities in (runner, exported):
         assert np.abs(probabilities - float32).max() <= 0.01
