@@ -74,7 +74,11 @@ def extract_features(run, bert_config, tokenizer, strategy):
         for name in ("input_ids", "input_mask", "segment_ids")
     }
     trim = trim_lengths(strategy, run.pad_to_max_seq_length)
-    options = Batching(trim_to_buckets=trim, sort_batches=_SORT_WINDOW_BATCHES if trim else 0)
+    options = Batching(
+        trim_to_buckets=trim,
+        fine_buckets=not run.jit_compile,
+        sort_batches=_SORT_WINDOW_BATCHES if trim else 0,
+    )
 
     def dataset(batching):
         chunk = run.batch_size * max(batching.sort_batches, 1)

@@ -254,6 +254,7 @@ class Trainer:
             is_training=True,
             options=Batching(
                 trim_to_buckets=self.trim,
+                fine_buckets=not self.config.use_xla,
                 group_batches=_GROUP_WINDOW_BATCHES if cfg.group_by_length else 0,
                 group_seed=cfg.seed,
             ),
@@ -332,7 +333,7 @@ class Trainer:
             self.strategy,
             dataset_fn,
             is_training=False,
-            options=Batching(trim_to_buckets=self.trim),
+            options=Batching(trim_to_buckets=self.trim, fine_buckets=not self.config.use_xla),
         )
         for _ in range(max_eval_steps):
             try:
@@ -364,6 +365,7 @@ class Trainer:
         options = Batching(
             pad_to_whole_batches=self.pad_inference,
             trim_to_buckets=self.trim,
+            fine_buckets=not self.config.use_xla,
             # Similar lengths batched together; the outputs come back in input order.
             sort_batches=_SORT_WINDOW_BATCHES if self.trim else 0,
         )

@@ -8,9 +8,11 @@ into global batches. A `Batching` then says what this pipeline yields of each:
   replicas of a step together see exactly the global batch one device would.
 * **Length buckets.** BERT's outputs at real positions do not depend on trailing padding (the
   attention mask gives it exactly zero weight), so a batch can be cut to its longest real
-  sequence. The cut is rounded up to a bucket (a multiple of `bucket_width`, at most 8 lengths
-  per `max_seq_length`) so compiled steps are reused, and taken over the whole global batch, so
-  every replica of a step has the same shape. The records stay in the original fixed length.
+  sequence. The cut is rounded up to a bucket: a multiple of `bucket_width` (at most 8 lengths
+  per `max_seq_length`) where every length is compiled anew (XLA), else a multiple of 8 (one
+  trace with the length left open serves every length; 8 keeps the matrix dimensions aligned).
+  It is taken over the whole global batch, so every replica of a step has the same shape. The
+  records stay in the original fixed length.
 * **Sorting** (evaluation and prediction): examples sorted by length within windows of
   `sort_batches` batches, so batches hold similar lengths; each example carries its index in the
   stream (`example_index`) for the outputs to be put back in order.
@@ -31,6 +33,8 @@ import tensorflow as tf
 # At most this many bucket lengths per max_seq_length: few enough compiled shapes, fine enough
 # steps (16 tokens at max_seq_length 128).
 _MAX_BUCKETS = 8
+# The step between fine buckets (see `Batching.fine_buckets`).
+_FINE_BUCKET = 8
 # Feature names the cut applies to when they have the sequence length.
 _TOKEN_FEATURES = ("input_ids", "input_mask", "segment_ids", "label_ids")
 
@@ -49,6 +53,8 @@ class Batching:
             examples have `is_real_example` 0).
         trim_to_buckets: cut each global batch to its longest real sequence, rounded up to a
             bucket length.
+        fine_buckets: buckets every 8 tokens instead of at most 8 per max_seq_length (for
+            steps that are not compiled per shape).
         sort_batches: sort examples by length within windows of this many batches and add
             `example_index` (0: keep the order).
         background: parse and prefetch on tf.data threads (False: on the consumer's thread).
@@ -62,6 +68,7 @@ class Batching:
     replicas: int = 1
     pad_to_whole_batches: bool = False
     trim_to_buckets: bool = False
+    fine_buckets: bool = False
     sort_batches: int = 0
     background: bool = True
     group_batches: int = 0
@@ -102,10 +109,10 @@ def _lengths(batch):
     return tf.reduce_sum(tf.cast(batch["input_mask"] > 0, tf.int32), axis=-1)
 
 
-def _trim(batch):
+def _trim(batch, fine=False):
     """Cuts the token features of a global batch to its bucket length."""
     full = batch["input_ids"].shape[1]
-    width = bucket_width(full)
+    width = _FINE_BUCKET if fine else bucket_width(full)
     longest = tf.reduce_max(_lengths(batch))
     # An all-padding batch keeps one bucket rather than no position.
     cut = tf.minimum(tf.maximum(-(-longest // width), 1) * width, full)
@@ -205,7 +212,7 @@ def batch_examples(batches, batch_size, drop_remainder, batching, skip_batches=0
             "Several replicas need whole batches: use drop_remainder or pad_to_whole_batches."
         )
     if batching.trim_to_buckets:
-        ds = ds.map(_trim)
+        ds = ds.map(lambda batch: _trim(batch, batching.fine_buckets))
     if batching.splits == 1:
         return ds
     per_replica = batching.check_batch_size(batch_size)

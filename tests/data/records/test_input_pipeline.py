@@ -169,3 +169,21 @@ def test_group_by_length_keeps_each_window_and_resumes(tmp_path):
     assert split == [_ids(b) for b in grouped[:6]]
     with pytest.raises(ValueError, match="for training input only"):
         classifier_dataset(path, 32, False, 8, False, batching=group)
+
+
+@pytest.mark.parametrize("fine,step", [(False, 16), (True, 8)])
+def test_batches_cut_to_their_bucket(tmp_path, fine, step):
+    """Each batch runs at its longest sequence rounded up to the bucket step: 16 at
+    max_seq_length 128 (at most 8 buckets, for steps compiled per shape), else 8."""
+    rng = np.random.default_rng(1)
+    features = []
+    for i in range(64):
+        length = int(rng.integers(2, 129))
+        ids = [5 + i] * length + [0] * (128 - length)
+        features.append(ClassifierFeatures(ids, [1] * length + [0] * (128 - length), [0] * 128, 0))
+    path = str(tmp_path / "cut.tf_record")
+    write_classifier_tfrecord(features, path)
+    batching = Batching(trim_to_buckets=True, fine_buckets=fine)
+    for batch in classifier_dataset(path, 128, False, 4, False, batching=batching):
+        longest = int(batch["input_mask"].numpy().sum(1).max())
+        assert batch["input_ids"].shape[1] == min(128, -(-longest // step) * step)
