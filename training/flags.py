@@ -122,8 +122,9 @@ def define_training_flags():
         "pad_to_max_seq_length",
         False,
         "Run every batch at --max_seq_length, as the original. By default each batch is cut "
-        "to its longest real sequence (rounded up to a multiple of max_seq_length/8), which "
-        "changes no result beyond float rounding; a TPU always runs the full length.",
+        "to its longest real sequence (rounded up to a multiple of 8, or of max_seq_length/8 "
+        "with --use_xla), which changes no result beyond float rounding; a TPU always runs "
+        "the full length.",
     )
     flags.DEFINE_bool(
         "pad_to_whole_batches",
