@@ -16,6 +16,10 @@ Four modes, each run in a process of its own by `--driver`:
 * `bare_predict`: the classifier's forward pass in a plain `tf.function` on a fixed batch.
 * `predict`: `Trainer.predict` over the file with run_classifier's `outputs_fn`, records read in
   order, outputs gathered to NumPy (what eval and predict do before writing their files).
+* `ab_train` / `ab_predict` (not in the driver): `bare_train` and `train` (or `bare_predict`
+  and `predict`) in one process, alternating in chunks of `--steps` steps (`--predict_steps`
+  batches) over `--rounds` chunks, for the overhead of the Trainer without the spread
+  between processes.
 
 Examples per second are measured after `--warmup` steps (the first call compiles); prediction
 runs once over a warm-up slice of the file, then is timed over the whole file. The driver
@@ -25,6 +29,8 @@ median and its ratio to the matching bare median.
     python benchmarks/bench_classifier.py --driver --config base --rounds 3
     python benchmarks/bench_classifier.py --driver --task ner --config base --rounds 3
     python benchmarks/bench_classifier.py --mode predict --config mini --xla
+    python benchmarks/bench_classifier.py --mode ab_train --task ner --rounds 10 --steps 40
+    python benchmarks/bench_classifier.py --mode ab_predict --task ner --rounds 10
 """
 
 import argparse
@@ -121,7 +127,9 @@ def _task(args, config):
     return task_class(config, NUM_LABELS[args.task])
 
 
-def run_bare(args, config, train):
+def _bare_train_step(args, config):
+    """The bare training step (model, loss, clipping, update in one `tf.function`) and the
+    fixed batch it runs on."""
     import keras
     import tensorflow as tf
 
@@ -130,32 +138,48 @@ def run_bare(args, config, train):
     keras.utils.set_random_seed(args.seed)
     task = _task(args, config)
     model = task.build_model()
+    batch = next(iter(_dataset(args, args.batch, is_training=True)))
+    optimizer = create_optimizer(2e-5, 100000, 100)
+    optimizer.build(model.trainable_variables)
+
+    @tf.function(jit_compile=args.xla)
+    def step(features):
+        with tf.GradientTape() as tape:
+            aux = task.forward(features, training=True)
+            (weight,) = task.loss_weights(features)
+            (numerator,) = task.loss_numerators(aux)
+            loss = numerator / weight
+        grads = tape.gradient(loss, model.trainable_variables)
+        grads, _ = tf.clip_by_global_norm(grads, 1.0)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    return step, batch
+
+
+def _bare_predict_step(args, config):
+    """The bare forward pass with the runner's outputs in one `tf.function`, and its batch."""
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(args.seed)
+    task = _task(args, config)
+    task.build_model()
+    batch = next(iter(_dataset(args, args.predict_batch, is_training=False)))
+
+    @tf.function(jit_compile=args.xla)
+    def step(features):
+        # The runner's eval/predict outputs (the task's `prediction_outputs`).
+        return task.prediction_outputs(task.forward(features, training=False))["predictions"]
+
+    return step, batch
+
+
+def run_bare(args, config, train):
+    import tensorflow as tf
+
+    step, batch = (_bare_train_step if train else _bare_predict_step)(args, config)
     batch_size = args.batch if train else args.predict_batch
-    batch = next(iter(_dataset(args, batch_size, is_training=train)))
-
-    if train:
-        optimizer = create_optimizer(2e-5, 100000, 100)
-        optimizer.build(model.trainable_variables)
-
-        @tf.function(jit_compile=args.xla)
-        def step(features):
-            with tf.GradientTape() as tape:
-                aux = task.forward(features, training=True)
-                (weight,) = task.loss_weights(features)
-                (numerator,) = task.loss_numerators(aux)
-                loss = numerator / weight
-            grads = tape.gradient(loss, model.trainable_variables)
-            grads, _ = tf.clip_by_global_norm(grads, 1.0)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-            return loss
-
-    else:
-
-        @tf.function(jit_compile=args.xla)
-        def step(features):
-            # The runner's eval/predict outputs (the task's `prediction_outputs`).
-            return task.prediction_outputs(task.forward(features, training=False))["predictions"]
-
     steps = args.steps if train else args.predict_steps
     for _ in range(args.warmup):
         step(batch)
@@ -202,6 +226,92 @@ def run_train(args, config):
     )
 
 
+def run_ab_train(args, config):
+    """The bare step and the Trainer in one process, alternating over `--rounds` chunks of
+    `--steps` steps each, so that both see the same machine state. In each chunk the steps
+    after the first compiled call (`--iterations_per_loop` steps) are timed; the Trainer's
+    per-chunk dataset set-up and checkpoint are outside the timed span.
+
+    Prints one JSON line per chunk and returns the per-chunk
+    (bare ex/s, Trainer ex/s, bare ex/CPU-s, Trainer ex/CPU-s).
+    """
+    step, batch = _bare_train_step(args, config)
+    trainer = _trainer(args, config, 10**6)
+    trainer.checkpointer.save = lambda step: None
+    timed = (args.steps - args.iterations_per_loop) * args.batch
+    results = []
+    for _ in range(args.rounds):
+        for i in range(args.steps):
+            if i == args.iterations_per_loop:
+                start, start_cpu = time.perf_counter(), time.process_time()
+            loss = step(batch)
+        loss.numpy()
+        bare = timed / (time.perf_counter() - start), timed / (time.process_time() - start_cpu)
+        first = trainer.step
+        trainer.config.num_train_steps = first + args.steps
+        rate, cpu_rate = timed_train(
+            trainer,
+            lambda skip, batching: _dataset(args, args.batch, True, skip, batching),
+            first + args.iterations_per_loop,
+            args.batch,
+            with_cpu=True,
+        )
+        results.append((bare[0], rate, bare[1], cpu_rate))
+        print(json.dumps({"bare": bare, "trainer": (rate, cpu_rate)}), flush=True)
+    return results
+
+
+def run_ab_predict(args, config):
+    """The bare forward pass and `Trainer.predict` in one process, alternating over
+    `--rounds` chunks of `--predict_steps` batches each (after one warm-up pass of each).
+
+    Returns the per-chunk (bare ex/s, Trainer ex/s, bare ex/CPU-s, Trainer ex/CPU-s).
+    """
+    step, batch = _bare_predict_step(args, config)
+    trainer = _trainer(args, config, 1)
+
+    def batches(count):
+        return lambda batching: _dataset(args, args.predict_batch, False, 0, batching).take(count)
+
+    for _ in range(args.warmup):
+        step(batch).numpy()
+    trainer.predict(batches(args.warmup))
+    examples = args.predict_steps * args.predict_batch
+    results = []
+    for _ in range(args.rounds):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        for _ in range(args.predict_steps):
+            out = step(batch)
+        out.numpy()
+        bare = (
+            examples / (time.perf_counter() - start),
+            examples / (time.process_time() - start_cpu),
+        )
+        start, start_cpu = time.perf_counter(), time.process_time()
+        count = len(trainer.predict(batches(args.predict_steps))["predictions"])
+        ours = count / (time.perf_counter() - start), count / (time.process_time() - start_cpu)
+        results.append((bare[0], ours[0], bare[1], ours[1]))
+        print(json.dumps({"bare": bare, "trainer": ours}), flush=True)
+    return results
+
+
+def report_ab(results):
+    """Per-chunk Trainer/bare ratios and the ratio of medians, wall and CPU time."""
+    bare, trainer, bare_cpu, trainer_cpu = (list(column) for column in zip(*results, strict=True))
+    for i, row in enumerate(results):
+        print(
+            f"chunk {i + 1}: bare {row[0]:.2f} ex/s, Trainer {row[1]:.2f} ({row[1] / row[0]:.3f}); "
+            f"CPU {row[2]:.2f} vs {row[3]:.2f} ({row[3] / row[2]:.3f})"
+        )
+    med = statistics.median
+    print(
+        f"median: bare {med(bare):.2f} ex/s, Trainer {med(trainer):.2f} "
+        f"({med(trainer) / med(bare):.3f}); per-CPU-s {med(bare_cpu):.2f} vs "
+        f"{med(trainer_cpu):.2f} ({med(trainer_cpu) / med(bare_cpu):.3f}); "
+        f"median of chunk ratios {med(t / b for b, t in zip(bare, trainer, strict=True)):.3f}"
+    )
+
+
 def run_predict(args, config):
     trainer = _trainer(args, config, 1)
 
@@ -219,6 +329,9 @@ def run_predict(args, config):
 
 def measure(args):
     config = bert_config(args.config)
+    if args.mode in ("ab_train", "ab_predict"):
+        report_ab((run_ab_train if args.mode == "ab_train" else run_ab_predict)(args, config))
+        return
     if args.mode in ("bare_train", "bare_predict"):
         rate, cpu_rate = run_bare(args, config, train=args.mode == "bare_train")
     elif args.mode == "train":
@@ -319,7 +432,7 @@ def main():
     parser.add_argument("--driver", action="store_true", help="Run all variants interleaved.")
     parser.add_argument(
         "--mode",
-        choices=["bare_train", "train", "bare_predict", "predict"],
+        choices=["bare_train", "train", "bare_predict", "predict", "ab_train", "ab_predict"],
         default="train",
     )
     parser.add_argument("--only", default="", help="Driver: comma-separated modes to run.")

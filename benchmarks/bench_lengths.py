@@ -14,7 +14,9 @@ one operation side by side:
 
 `pad` runs every batch at `--seq` (`--pad_to_max_seq_length`, the original), `cut` the
 default (batches cut to their longest sequence, prediction sorted by length), `group`
-(training, `--group`) the cut with `--group_by_length`. Models are
+(training, `--group`) the cut with `--group_by_length`, `micro` (training, `--micro N`) the
+cut with `--num_accumulation_steps=N` (the original's batches, each update's micro-batches
+taken in order of length and cut to their own longest sequence). Models are
 randomly initialised BERT-Mini or BERT-base with the uncased vocabulary (speed does not
 depend on the weights). The driver prints the length distribution, the medians and the
 ratio cut / pad.
@@ -126,6 +128,7 @@ def _trainer(args, config, num_steps, padding):
         seed=args.seed,
         pad_to_max_seq_length=padding == "pad",
         group_by_length=padding == "group",
+        num_accumulation_steps=args.micro if padding == "micro" else 1,
         num_train_steps=num_steps,
         num_warmup_steps=1,
     )
@@ -208,8 +211,10 @@ def drive(args):
         (mode, xla, padding)
         for mode in modes
         for xla in ([False] if args.no_xla else [True] if args.only_xla else [False, True])
-        for padding in ("pad", "cut", "group")
-        if padding != "group" or (mode == "train" and args.group)
+        for padding in ("pad", "cut", "group", "micro")
+        if padding in ("pad", "cut")
+        or mode == "train"
+        and (args.group if padding == "group" else args.micro > 1)
     ]
     common = [
         *("--task", args.task, "--config", args.config, "--work_dir", args.work_dir),
@@ -221,7 +226,7 @@ def drive(args):
             "--iterations_per_loop",
             str(args.iterations_per_loop),
         ),
-        *("--examples", str(args.examples)),
+        *("--examples", str(args.examples), "--micro", str(args.micro)),
     ]
     rates = {v: [] for v in variants}
     for round_index in range(args.rounds):
@@ -263,11 +268,17 @@ def main():
     parser.add_argument("--task", choices=["classifier", "ner", "extract"], default="classifier")
     parser.add_argument("--modes", default="predict,train", help="Driver: predict and/or train.")
     parser.add_argument("--mode", choices=["train", "predict", "extract"], default="predict")
-    parser.add_argument("--padding", choices=["pad", "cut", "group"], default="cut")
+    parser.add_argument("--padding", choices=["pad", "cut", "group", "micro"], default="cut")
     parser.add_argument(
         "--group",
         action="store_true",
         help="Driver: also train with --group_by_length.",
+    )
+    parser.add_argument(
+        "--micro",
+        type=int,
+        default=1,
+        help="Micro-batches per update of the `micro` variant (driver: run it when > 1).",
     )
     parser.add_argument("--config", choices=["mini", "base"], default="mini")
     parser.add_argument("--wheel", help="gensim-4.4.0 wheel (the Wikipedia excerpt).")

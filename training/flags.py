@@ -105,7 +105,11 @@ def define_training_flags():
     flags.DEFINE_bool("use_xla", False, "Compile the forward/backward pass with XLA.")
     flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw = the original optimizer.")
     flags.DEFINE_integer(
-        "num_accumulation_steps", 1, "Micro-batches per update (train_batch_size stays global)."
+        "num_accumulation_steps",
+        1,
+        "Micro-batches per update (train_batch_size stays global). Batches cut to length "
+        "without XLA take them in order of length, each at its own longest sequence: the same "
+        "update with less padding.",
     )
     flags.DEFINE_integer("log_every_steps", 100, "Steps between progress lines.")
     flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept in output_dir.")

@@ -1,9 +1,10 @@
 """The one train / evaluate / predict loop shared by every runner.
 
 One optimizer update consumes one global batch (`train_batch_size` over all replicas), split
-into `num_accumulation_steps` micro-batches per replica. Gradients of all micro-batches and
-replicas are summed, divided by the loss weights of the whole global batch, clipped to global
-norm 1.0 as one vector and applied once: the same update as one large batch on one device.
+into `num_accumulation_steps` micro-batches per replica (in order of length, each cut to its
+own longest sequence, where shapes may vary). Gradients of all micro-batches and replicas are
+summed, divided by the loss weights of the whole global batch, clipped to global norm 1.0 as
+one vector and applied once: the same update as one large batch on one device.
 
 A task (`training.tasks`) supplies the model, its checkpoint names and its loss; see there for
 the interface.
@@ -16,7 +17,11 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from data.records.batching import Batching
+from data.records.batching import (
+    FINE_BUCKET_WIDTH,
+    Batching,
+    micro_batches,
+)
 from modeling import tf1_checkpoint
 from modeling.optimization import create_optimizer
 from training import inference, summaries
@@ -39,27 +44,6 @@ _SORT_WINDOW_BATCHES = 64
 _GROUP_WINDOW_BATCHES = 50
 
 
-def _check(config, num_replicas):
-    check_precision(config.precision)
-    per_update = num_replicas * config.num_accumulation_steps
-    if config.train_batch_size % per_update:
-        raise ValueError(
-            f"--train_batch_size={config.train_batch_size} must be divisible by the number of "
-            f"replicas ({num_replicas}) times --num_accumulation_steps "
-            f"({config.num_accumulation_steps})."
-        )
-    for name in (
-        "num_train_steps",
-        "save_checkpoints_steps",
-        "iterations_per_loop",
-        "num_accumulation_steps",
-        "log_every_steps",
-    ):
-        value = getattr(config, name)
-        if value is not None and value < 1:
-            raise ValueError(f"--{name} must be at least 1, got {value}.")
-
-
 def _seed_state(model):
     """Non-trainable RNG state of dropout layers, saved so a resumed run draws the same masks."""
     # Keyed by position: Keras numbers seed generators process-wide, so paths are not stable.
@@ -80,7 +64,8 @@ class Trainer:
     """
 
     def __init__(self, task, strategy, config):
-        _check(config, strategy.num_replicas_in_sync)
+        check_precision(config.precision)
+        config.check(strategy.num_replicas_in_sync)
         self.task, self.strategy, self.config = task, strategy, config
         self.pad_inference = pad_to_whole_batches(strategy, config.pad_to_whole_batches)
         # Tasks whose loss or outputs read padding positions keep the full length.
@@ -159,19 +144,26 @@ class Trainer:
         if k == 1:
             loss, grads = loss_and_grads(features, denominators)
         else:
-            split = {
-                n: tf.reshape(f, tf.concat([[k, -1], tf.shape(f)[1:]], 0))
-                for n, f in features.items()
-            }
-            loss, grads = loss_and_grads({n: f[0] for n, f in split.items()}, denominators)
+            # In order of length where batches are cut to length (see `micro_batches`).
+            part = micro_batches(features, k, self._micro_batch_width())
+            loss, grads = loss_and_grads(part(0), denominators)
             for i in tf.range(1, k):
-                micro_loss, micro_grads = loss_and_grads(
-                    {n: f[i] for n, f in split.items()}, denominators
-                )
+                micro_loss, micro_grads = loss_and_grads(part(i), denominators)
                 loss += micro_loss
                 grads = [a + b for a, b in zip(grads, micro_grads, strict=True)]
         loss, *grads = self._sum_over_replicas([loss, *grads])
         return self._clip_and_apply(loss, grads)
+
+    def _micro_batch_width(self):
+        """The length step of length-sorted micro-batches; None for consecutive slices.
+
+        Not under XLA: there the whole step compiles as one program, and micro-batches of
+        varying shape, compiled one by one, trained slower than it (BERT-Mini, 2-core CPU).
+        """
+        cfg = self.config
+        if not self.trim or cfg.num_accumulation_steps == 1 or cfg.use_xla:
+            return None
+        return FINE_BUCKET_WIDTH
 
     def _sum_over_replicas(self, values):
         # With one replica the sum is the value itself; skipping the call keeps the step

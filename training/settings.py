@@ -77,3 +77,23 @@ class TrainConfig:
     num_warmup_steps: int | None = None
     weight_decay_rate: float = 0.01
     clip_norm: float = 1.0
+
+    def check(self, num_replicas):
+        """ValueError naming the flag unless the settings fit `num_replicas` replicas."""
+        per_update = num_replicas * self.num_accumulation_steps
+        if self.train_batch_size % per_update:
+            raise ValueError(
+                f"--train_batch_size={self.train_batch_size} must be divisible by the number "
+                f"of replicas ({num_replicas}) times --num_accumulation_steps "
+                f"({self.num_accumulation_steps})."
+            )
+        for name in (
+            "num_train_steps",
+            "save_checkpoints_steps",
+            "iterations_per_loop",
+            "num_accumulation_steps",
+            "log_every_steps",
+        ):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name} must be at least 1, got {value}.")

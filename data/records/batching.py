@@ -34,7 +34,7 @@ import tensorflow as tf
 # steps (16 tokens at max_seq_length 128).
 _MAX_BUCKETS = 8
 # The step between fine buckets (see `Batching.fine_buckets`).
-_FINE_BUCKET = 8
+FINE_BUCKET_WIDTH = 8
 # Feature names the cut applies to when they have the sequence length.
 _TOKEN_FEATURES = ("input_ids", "input_mask", "segment_ids", "label_ids")
 
@@ -112,16 +112,50 @@ def _lengths(batch):
 def _trim(batch, fine=False):
     """Cuts the token features of a global batch to its bucket length."""
     full = batch["input_ids"].shape[1]
-    width = _FINE_BUCKET if fine else bucket_width(full)
+    width = FINE_BUCKET_WIDTH if fine else bucket_width(full)
+    return _cut_to(batch, width, full)
+
+
+def _cut_to(batch, width, limit):
+    """Cuts the token features of `batch` to its longest real sequence rounded up to a
+    multiple of `width`, at most `limit` (a tensor where the length is not static)."""
+    full = batch["input_ids"].shape[1]
     longest = tf.reduce_max(_lengths(batch))
     # An all-padding batch keeps one bucket rather than no position.
-    cut = tf.minimum(tf.maximum(-(-longest // width), 1) * width, full)
+    cut = tf.minimum(tf.maximum(-(-longest // width), 1) * width, limit)
     return {
         name: value[:, :cut]
         if name in _TOKEN_FEATURES and value.shape.rank == 2 and value.shape[1] == full
         else value
         for name, value in batch.items()
     }
+
+
+def micro_batches(batch, parts, width=None):
+    """One replica's batch as `parts` micro-batches of one update.
+
+    With a `width`, the micro-batches take the examples in order of length and each is cut to
+    its own longest sequence rounded up to a multiple of `width`: the same examples in the
+    same update, so the same summed gradient up to float rounding, with less padding when
+    lengths vary (the shapes vary: not for TPUs). Without, they are consecutive slices of the
+    batch.
+
+    Args:
+        batch: feature dict of `[B, ...]` tensors, `B` a multiple of `parts`.
+        parts: the number of micro-batches.
+        width: the step between micro-batch lengths, or None.
+
+    Returns:
+        `part(i)` -> the feature dict of micro-batch `i` (a scalar tensor index),
+        `[B / parts, ...]`; with `width`, token features `[B / parts, L_i]`.
+    """
+    if width is not None:
+        batch = _sorted_by_length(batch)
+    split = {name: tf.reshape(value, [parts, -1, *_rest(value)]) for name, value in batch.items()}
+    if width is None:
+        return lambda i: {name: value[i] for name, value in split.items()}
+    limit = tf.shape(batch["input_ids"])[1]
+    return lambda i: _cut_to({name: value[i] for name, value in split.items()}, width, limit)
 
 
 def _pad_to(batch_size):

@@ -7,10 +7,11 @@ import types
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from data.glue.records import classifier_dataset, write_classifier_tfrecord
 from data.ner.records import ner_dataset, write_ner_tfrecord
-from data.records.batching import Batching, bucket_lengths
+from data.records.batching import Batching, bucket_lengths, micro_batches
 from tests.helpers.tiny_config import TINY_CONFIG, tiny_config, tiny_train_config
 from training.loop import Trainer
 from training.strategy import create_strategy
@@ -92,20 +93,23 @@ def test_training_and_prediction_equal_full_length(files, tmp_path, name):
     ]
     assert all(n in bucket_lengths(SEQ) for n in cut) and min(cut) < SEQ
     runs = {}
-    for pad in (True, False):
-        trainer = _trainer(make_task, tmp_path / str(pad), pad)
+    # (pad, accumulation): the cut run with 4 micro-batches per update takes them in order of
+    # length, each cut to its own longest sequence.
+    for pad, accumulation in ((True, 1), (False, 1), (False, 4)):
+        trainer = _trainer(
+            make_task, tmp_path / f"{pad}{accumulation}", pad, num_accumulation_steps=accumulation
+        )
         assert trainer.trim is (not pad)
         losses = trainer.train(lambda skip, b: reader("train", 8, True, skip, b))
         weights = {k: v.numpy() for k, v in trainer.task.variable_map().items()}
         outputs = trainer.predict(lambda b: reader("test", 8, False, 0, b))
-        runs[pad] = (np.array([loss for _, loss in losses]), weights, outputs)
-    (full_losses, full_weights, full_out), (cut_losses, cut_weights, cut_out) = (
-        runs[True],
-        runs[False],
-    )
+        runs[pad, accumulation] = (np.array([loss for _, loss in losses]), weights, outputs)
+    full_losses, full_weights, full_out = runs[True, 1]
+    _, _, cut_out = runs[False, 1]
     assert len(full_losses) == 12
-    assert np.abs(full_losses - cut_losses).max() <= 1e-5
-    assert max(np.abs(full_weights[k] - cut_weights[k]).max() for k in full_weights) <= 1e-5
+    for cut_losses, cut_weights, _ in (runs[False, 1], runs[False, 4]):
+        assert np.abs(full_losses - cut_losses).max() <= 1e-5
+        assert max(np.abs(full_weights[k] - cut_weights[k]).max() for k in full_weights) <= 1e-5
     lengths = files["test_lengths"]
     if name == "classifier":
         np.testing.assert_allclose(cut_out["predictions"], full_out["predictions"], atol=1e-5)
@@ -118,6 +122,24 @@ def test_training_and_prediction_equal_full_length(files, tmp_path, name):
                 cut_out["predictions"][row, :length], full_out["predictions"][row, :length]
             )
         np.testing.assert_allclose(cut_out["loss_sum"], full_out["loss_sum"], atol=1e-5)
+
+
+def test_xla_accumulation_on_cut_batches(files, tmp_path):
+    """Under XLA micro-batches stay consecutive slices of the cut batch (the whole step one
+    compiled program) and train as full-length batches do."""
+    make_task, reader = _setup("classifier", files)
+    runs = []
+    for pad, accumulation in ((True, 1), (False, 4)):
+        trainer = _trainer(
+            make_task, tmp_path / str(pad), pad, use_xla=True, num_accumulation_steps=accumulation
+        )
+        assert trainer._micro_batch_width() is None and trainer._whole_step_compiled()
+        losses = trainer.train(lambda skip, b: reader("train", 8, True, skip, b))
+        weights = {k: v.numpy() for k, v in trainer.task.variable_map().items()}
+        runs.append((np.array([loss for _, loss in losses]), weights))
+    (full_losses, full_weights), (micro_losses, micro_weights) = runs
+    assert np.abs(full_losses - micro_losses).max() <= 1e-5
+    assert max(np.abs(full_weights[k] - micro_weights[k]).max() for k in full_weights) <= 1e-5
 
 
 @pytest.mark.parametrize("use_xla", [True, False])
@@ -147,3 +169,31 @@ def test_prediction_compiles_once_per_bucket(files, tmp_path, use_xla):
         assert len(traces) <= 2 < len(seen), traces
     in_order = np.concatenate([b["label_ids"] for b in reader("test", 8, False)])
     np.testing.assert_array_equal(outputs["labels"], in_order)
+
+
+def test_micro_batches_in_order_of_length(files):
+    """micro_batches with a width: the batch's examples, each once, in micro-batches of increasing
+    length, each cut to its longest sequence rounded up to a multiple of 8."""
+    _, reader = _setup("ner", files)
+    batch = next(iter(reader("train", 16, True, 0, Batching(trim_to_buckets=True))))
+    part = micro_batches(batch, 4, width=8)
+    parts = [{k: v.numpy() for k, v in part(tf.constant(i)).items()} for i in range(4)]
+    lengths = [p["input_mask"].sum(1) for p in parts]
+    flat = np.concatenate(lengths)
+    assert (np.diff(flat) >= 0).all() and sorted(flat) == sorted(batch["input_mask"].numpy().sum(1))
+    widths = [p["input_ids"].shape[1] for p in parts]
+    assert widths == [min(-(-int(n.max()) // 8) * 8, batch["input_ids"].shape[1]) for n in lengths]
+    assert widths[0] < widths[-1]
+    for p in parts:
+        assert p["label_ids"].shape == p["input_ids"].shape
+        assert p["input_ids"].shape[0] == 4
+    # Every example is in one micro-batch, unchanged but for the padding cut off.
+    rows = batch["input_ids"].numpy()
+    found = []
+    for p in parts:
+        width = p["input_ids"].shape[1]
+        for ids in p["input_ids"]:
+            (match,) = [i for i, r in enumerate(rows) if (r[:width] == ids).all()]
+            assert not rows[match, width:].any()
+            found.append(match)
+    assert sorted(found) == list(range(len(rows)))
