@@ -1,0 +1,126 @@
+"""What the benchmarks share: BERT sizes, the timed TrainConfig and its timing, device
+memory and name."""
+
+import tempfile
+import time
+
+CONFIGS = {
+    # For dry runs of the accelerator check on a CPU.
+    "tiny": dict(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64),
+    "mini": dict(
+        num_hidden_layers=4,
+        hidden_size=256,
+        num_attention_heads=4,
+        intermediate_size=1024,
+    ),
+    "small": dict(
+        num_hidden_layers=4,
+        hidden_size=512,
+        num_attention_heads=8,
+        intermediate_size=2048,
+    ),
+    "base": dict(
+        num_hidden_layers=12,
+        hidden_size=768,
+        num_attention_heads=12,
+        intermediate_size=3072,
+    ),
+    "large": dict(
+        num_hidden_layers=24,
+        hidden_size=1024,
+        num_attention_heads=16,
+        intermediate_size=4096,
+    ),
+}
+VOCAB = 30522
+
+
+def bert_config(name):
+    from modeling.config import BertConfig
+
+    return BertConfig(vocab_size=VOCAB, type_vocab_size=2, **CONFIGS[name])
+
+
+def timed_train_config(**fields):
+    """A `TrainConfig` for timed runs: the original optimizer, float32, no XLA, full-length
+    batches, no checkpoint before the end and one progress line per compiled call (the marks
+    `timed_train` times by); `fields` give the rest and override these."""
+    from training.settings import TrainConfig
+
+    settings = {
+        "output_dir": tempfile.mkdtemp(prefix="bench_"),
+        "learning_rate": 2e-5,
+        "save_checkpoints_steps": 10**9,
+        "iterations_per_loop": 1,
+        "num_accumulation_steps": 1,
+        "optimizer": "adamw",
+        "precision": "float32",
+        "use_xla": False,
+        "init_checkpoint": None,
+        "keep_checkpoint_max": 1,
+        "seed": 1,
+        "pad_to_whole_batches": None,
+        "pad_to_max_seq_length": True,
+        **fields,
+    }
+    settings.setdefault("log_every_steps", settings["iterations_per_loop"])
+    return TrainConfig(**settings)
+
+
+def timed_train(trainer, dataset_fn, warmup, batch, with_cpu=False, marks=None):
+    """Runs `trainer.train(dataset_fn)`; examples/s after the first `warmup` steps.
+
+    Timed by the trainer's progress lines (log every compiled call) from the end of the first
+    call that reaches `warmup` steps to the end of training, so `warmup` should be a multiple of
+    the trainer's steps per call. With `with_cpu`, returns (examples per second, examples per
+    CPU-second of the process). `marks`, a list, receives the (step, wall, CPU) times of
+    every progress line.
+    """
+    import logging
+
+    from absl import logging as absl_logging
+
+    marks = [] if marks is None else marks
+
+    class ProgressMarks(logging.Handler):
+        def emit(self, record):
+            if record.msg.startswith("step %d/%d"):
+                marks.append((record.args[0], time.perf_counter(), time.process_time()))
+
+    absl_logging.set_verbosity(absl_logging.INFO)
+    handler = ProgressMarks()
+    logging.getLogger("absl").addHandler(handler)
+    try:
+        trainer.train(dataset_fn)
+    finally:
+        logging.getLogger("absl").removeHandler(handler)
+    start_step, start_wall, start_cpu = next(m for m in marks if m[0] >= warmup)
+    end_step, end_wall, end_cpu = marks[-1]
+    examples = (end_step - start_step) * batch
+    rate = examples / (end_wall - start_wall)
+    return (rate, examples / (end_cpu - start_cpu)) if with_cpu else rate
+
+
+def device_memory(reset=False):
+    """Peak bytes allocated on the busiest GPU of this process (None without a GPU); with
+    `reset`, starts the peaks afresh instead."""
+    import tensorflow as tf
+
+    gpus = tf.config.list_logical_devices("GPU")
+    if not gpus:
+        return None
+    if reset:
+        for d in gpus:
+            tf.config.experimental.reset_memory_stats(d.name)
+        return None
+    return max(tf.config.experimental.get_memory_info(d.name)["peak"] for d in gpus)
+
+
+def device_name():
+    """The first GPU's name (e.g. "NVIDIA H200"), or "CPU"."""
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return "CPU"
+    return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
