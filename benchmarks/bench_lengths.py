@@ -16,7 +16,9 @@ one operation side by side:
 default (batches cut to their longest sequence, prediction sorted by length), `group`
 (training, `--group`) the cut with `--group_by_length`, `micro` (training, `--micro N`) the
 cut with `--num_accumulation_steps=N` (the original's batches, each update's micro-batches
-taken in order of length and cut to their own longest sequence). Models are
+taken in order of length and cut to their own longest sequence), `unpacked` (`--unpacked`)
+the cut with the encoder's token packing off (every layer computes the cut batch's padding
+too). Models are
 randomly initialised BERT-Mini or BERT-base with the uncased vocabulary (speed does not
 depend on the weights). The driver prints the length distribution, the medians and the
 ratio cut / pad.
@@ -132,7 +134,11 @@ def _trainer(args, config, num_steps, padding):
         num_train_steps=num_steps,
         num_warmup_steps=1,
     )
-    return Trainer(task, create_strategy("one_device"), train_config)
+    trainer = Trainer(task, create_strategy("one_device"), train_config)
+    if padding == "unpacked":
+        # The cut without token packing: `train` builds the input, so this still takes effect.
+        trainer._token_slots = lambda: 0
+    return trainer
 
 
 def _reader(args, batch, training):
@@ -211,8 +217,10 @@ def drive(args):
         (mode, xla, padding)
         for mode in modes
         for xla in ([False] if args.no_xla else [True] if args.only_xla else [False, True])
-        for padding in ("pad", "cut", "group", "micro")
+        for padding in ("pad", "cut", "unpacked", "group", "micro")
         if padding in ("pad", "cut")
+        or padding == "unpacked"
+        and args.unpacked
         or mode == "train"
         and (args.group if padding == "group" else args.micro > 1)
     ]
@@ -268,11 +276,16 @@ def main():
     parser.add_argument("--task", choices=["classifier", "ner", "extract"], default="classifier")
     parser.add_argument("--modes", default="predict,train", help="Driver: predict and/or train.")
     parser.add_argument("--mode", choices=["train", "predict", "extract"], default="predict")
-    parser.add_argument("--padding", choices=["pad", "cut", "group", "micro"], default="cut")
+    parser.add_argument(
+        "--padding", choices=["pad", "cut", "unpacked", "group", "micro"], default="cut"
+    )
     parser.add_argument(
         "--group",
         action="store_true",
         help="Driver: also train with --group_by_length.",
+    )
+    parser.add_argument(
+        "--unpacked", action="store_true", help="Driver: also run the cut without token packing."
     )
     parser.add_argument(
         "--micro",

@@ -6,7 +6,7 @@ import tensorflow as tf
 from modeling.config import BertConfig
 from modeling.embeddings import BertEmbeddings
 from modeling.layers import dense
-from modeling.transformer import TransformerLayer, attention_bias_from_mask
+from modeling.transformer import RealTokens, TransformerLayer, attention_bias_from_mask
 
 
 class Encoder(keras.layers.Layer):
@@ -27,12 +27,25 @@ class Encoder(keras.layers.Layer):
         for layer in self.transformer_layers:
             layer.build((None, None, self.hidden_size))
 
-    def call(self, x, attention_bias, training=False):
-        """Args: x `[B, S, H]`; attention_bias `[B, 1, 1, S]`. Returns a list of L `[B, S, H]`."""
+    def call(self, x, attention_bias, training=False, packing=None):
+        """Runs the layers.
+
+        Args:
+            x: `[B, S, H]`.
+            attention_bias: `[B, 1, 1, S]`.
+            training: enables dropout.
+            packing: a `RealTokens`: the layers then run on the real tokens only.
+
+        Returns:
+            a list of L `[B, S, H]` (zeros at padding positions when packed).
+        """
+        if packing is not None:
+            x = packing.pack(x)
         outputs = []
         for layer in self.transformer_layers:
-            x = layer(x, attention_bias, training=training)
-            outputs.append(x)
+            x = layer(x, attention_bias, training=training, packing=packing)
+            # Unused layers' unpacking is pruned from the compiled step.
+            outputs.append(packing.unpack(x) if packing is not None else x)
         return outputs
 
 
@@ -88,6 +101,7 @@ class BertModel(ConfigSerialization, keras.Model):
     Args:
         config: a `BertConfig` (validated here).
         name: model name; "bert" gives the original variable names.
+
     """
 
     def __init__(self, config, name="bert", **kwargs):
@@ -114,14 +128,17 @@ class BertModel(ConfigSerialization, keras.Model):
 
         Args:
             inputs: dict with `input_ids` (int32 `[B, S]`) and optionally `input_mask` (int32
-                `[B, S]`, 1 = real token; default all ones) and `segment_ids` (int32 `[B, S]`;
-                default all zeros).
+                `[B, S]`, 1 = real token; default all ones), `segment_ids` (int32 `[B, S]`;
+                default all zeros) and `token_positions` (int32 `[T]`: the layers run on these
+                tokens only, for callers that read real positions only; see
+                `RealTokens`).
             training: enables dropout.
 
         Returns:
             dict with `sequence_output` `[B, S, H]`, `pooled_output` `[B, H]`,
-            `all_encoder_layers` (list of L `[B, S, H]`, the embedding output not included) and
-            `embedding_output` `[B, S, H]`.
+            `all_encoder_layers` (list of L `[B, S, H]`, the embedding output not included;
+            zeros at padding positions with `token_positions`) and `embedding_output`
+            `[B, S, H]`.
         """
         if not isinstance(inputs, dict) or "input_ids" not in inputs:
             raise ValueError(
@@ -141,7 +158,9 @@ class BertModel(ConfigSerialization, keras.Model):
 
         embedding_output = self.embeddings(input_ids, segment_ids, training=training)
         bias = attention_bias_from_mask(input_mask)
-        layers = self.encoder(embedding_output, bias, training=training)
+        positions = inputs.get("token_positions")
+        packing = RealTokens(input_mask, positions) if positions is not None else None
+        layers = self.encoder(embedding_output, bias, training=training, packing=packing)
         sequence_output = layers[-1]
         return {
             "sequence_output": sequence_output,

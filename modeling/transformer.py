@@ -33,6 +33,47 @@ def attention_bias_from_mask(input_mask, dtype=tf.float32):
     return (1.0 - mask) * -10000.0
 
 
+class RealTokens:
+    """Moves the real tokens of a padded batch into one list `[T, D]` and back to `[B, S, D]`.
+
+    Every part of a layer except attention treats each token on its own, so it can run on the
+    real tokens only; attention needs the `[B, S]` layout and gets it for the duration of the
+    score computation. Padding positions come back as zeros; as keys they are masked by the
+    attention bias as in the original, and their own outputs are not defined (the original
+    computes them from padding; nothing that reads only real positions can tell). Both moves
+    are gathers (supported for every dtype on every device; their gradients are sums).
+
+    Args:
+        input_mask: int Tensor `[B, S]`, 1 for real tokens.
+        positions: int Tensor `[T]`: the flat positions (`b * S + s`) of the real tokens, then
+            `B * S` for unused slots (a T fixed in advance keeps the shapes static for XLA;
+            `token_positions` of `data.records.batching`). Unused slots carry a copy of the
+            last position; nothing reads them back.
+    """
+
+    def __init__(self, input_mask, positions):
+        shape = tf.shape(input_mask)
+        self.batch, self.length = shape[0], shape[1]
+        rows = self.batch * self.length
+        positions = tf.cast(positions, tf.int32)
+        slots = tf.shape(positions)[0]
+        self.gather_rows = tf.minimum(positions, rows - 1)
+        # For every position of [B, S], its slot, or `slots` (a zero row) for padding. The
+        # unused slots all land in an extra row, dropped.
+        slot_of = tf.scatter_nd(positions[:, tf.newaxis], tf.range(slots) - slots, [rows + 1])
+        self.scatter_rows = slot_of[:rows] + slots
+
+    def pack(self, x):
+        """`[B, S, D]` -> `[T, D]`, the real positions in row-major order."""
+        return tf.gather(tf.reshape(x, [self.batch * self.length, -1]), self.gather_rows)
+
+    def unpack(self, x):
+        """`[T, D]` -> `[B, S, D]`, zeros at padding positions."""
+        padded = tf.pad(x, [[0, 1], [0, 0]])
+        width = tf.shape(x)[-1]
+        return tf.reshape(tf.gather(padded, self.scatter_rows), [self.batch, self.length, width])
+
+
 class SelfAttention(keras.layers.Layer):
     """Multi-head self-attention with separate query/key/value projections (scope `self`).
 
@@ -62,11 +103,13 @@ class SelfAttention(keras.layers.Layer):
         shape = tf.shape(x)
         return tf.reshape(x, [shape[0], shape[1], self.num_heads, self.head_size])
 
-    def call(self, x, attention_bias, training=False):
-        """Args: x `[B, S, H]`; attention_bias `[B, 1, 1, S]`. Returns `[B, S, H]`."""
-        q = self._split_heads(self.query(x))
-        k = self._split_heads(self.key(x))
-        v = self._split_heads(self.value(x))
+    def call(self, x, attention_bias, training=False, packing=None):
+        """Args: x `[B, S, H]` (or `[T, H]` with a `RealTokens`); attention_bias
+        `[B, 1, 1, S]`. Returns the same layout as x."""
+        unpack = packing.unpack if packing is not None else tf.identity
+        q = self._split_heads(unpack(self.query(x)))
+        k = self._split_heads(unpack(self.key(x)))
+        v = self._split_heads(unpack(self.value(x)))
         scores = tf.einsum("bfnd,btnd->bnft", q, k)
         scores = scores * (1.0 / math.sqrt(float(self.head_size)))
         # Softmax in float32 so that mixed precision never saturates the -10000 bias.
@@ -75,7 +118,8 @@ class SelfAttention(keras.layers.Layer):
         probs = self.dropout(probs, training=training)
         context = tf.einsum("bnft,btnd->bfnd", probs, v)
         shape = tf.shape(context)
-        return tf.reshape(context, [shape[0], shape[1], self.num_heads * self.head_size])
+        context = tf.reshape(context, [shape[0], shape[1], self.num_heads * self.head_size])
+        return packing.pack(context) if packing is not None else context
 
 
 class DenseResidualNorm(keras.layers.Layer):
@@ -119,9 +163,10 @@ class Attention(keras.layers.Layer):
         self.self_attention.build(input_shape)
         self.output_block.build(input_shape)
 
-    def call(self, x, attention_bias, training=False):
-        """Args: x `[B, S, H]`; attention_bias `[B, 1, 1, S]`. Returns `[B, S, H]`."""
-        context = self.self_attention(x, attention_bias, training=training)
+    def call(self, x, attention_bias, training=False, packing=None):
+        """Args: x `[B, S, H]` or `[T, H]`; attention_bias `[B, 1, 1, S]`; packing: a
+        `RealTokens` when x is packed. Returns the layout of x."""
+        context = self.self_attention(x, attention_bias, training=training, packing=packing)
         return self.output_block(context, x, training=training)
 
 
@@ -168,7 +213,8 @@ class TransformerLayer(keras.layers.Layer):
         self.intermediate.build(hidden)
         self.output_block.build(hidden[:-1] + (self.intermediate_size,))
 
-    def call(self, x, attention_bias, training=False):
-        """Args: x `[B, S, H]`; attention_bias `[B, 1, 1, S]`. Returns `[B, S, H]`."""
-        attention_out = self.attention(x, attention_bias, training=training)
+    def call(self, x, attention_bias, training=False, packing=None):
+        """Args: x `[B, S, H]` or `[T, H]`; attention_bias `[B, 1, 1, S]`; packing: a
+        `RealTokens` when x is packed. Returns the layout of x."""
+        attention_out = self.attention(x, attention_bias, training=training, packing=packing)
         return self.output_block(self.intermediate(attention_out), attention_out, training=training)

@@ -13,6 +13,12 @@ into global batches. A `Batching` then says what this pipeline yields of each:
   trace with the length left open serves every length; 8 keeps the matrix dimensions aligned).
   It is taken over the whole global batch, so every replica of a step has the same shape. The
   records stay in the original fixed length.
+* **Token slots** (training): each replica's batch gets `token_positions` `[T]`, the flat
+  positions (`example * length + position`) of its real tokens in order, then `examples *
+  length` (a slot past the end) up to T, a multiple of `token_slots` per example, the same for
+  every replica of a step, so the encoder can skip the padding inside a batch too. With
+  `token_slots` 1, T is about the number of real tokens; where every shape is compiled anew
+  (XLA), 16 lets T take at most `max_seq_length / 16` values.
 * **Sorting** (evaluation and prediction): examples sorted by length within windows of
   `sort_batches` batches, so batches hold similar lengths; each example carries its index in the
   stream (`example_index`) for the outputs to be put back in order.
@@ -61,6 +67,8 @@ class Batching:
         group_batches: training: group examples by length within windows of this many
             global batches (0: keep the stream's batches).
         group_seed: seed of the batch order within each window.
+        token_slots: add `token_positions` with a multiple of this many slots per example
+            (0: none); needs `trim_to_buckets`.
     """
 
     num_pipelines: int = 1
@@ -73,6 +81,7 @@ class Batching:
     background: bool = True
     group_batches: int = 0
     group_seed: int = 0
+    token_slots: int = 0
 
     @property
     def splits(self):
@@ -131,7 +140,23 @@ def _cut_to(batch, width, limit):
     }
 
 
-def micro_batches(batch, parts, width=None):
+def _token_positions(input_mask, splits, slots_per_example):
+    """`token_positions` `[splits, T]` of each of the `splits` parts of a batch (see the
+    module docstring)."""
+    shape = tf.shape(input_mask)
+    per_split = tf.reshape(input_mask > 0, [splits, -1])
+    past_end = tf.shape(per_split)[1]
+    counts = tf.reduce_sum(tf.cast(per_split, tf.int32), axis=1)
+    step = slots_per_example * (shape[0] // splits)
+    slots = tf.maximum(-(-tf.reduce_max(counts) // step), 1) * step
+    # Real positions first, in order; then the slot past the end.
+    order = tf.argsort(tf.cast(~per_split, tf.int32), axis=1, stable=True)
+    order = tf.where(tf.range(past_end) < counts[:, tf.newaxis], order, past_end)
+    filler = tf.fill([splits, tf.maximum(slots - past_end, 0)], past_end)
+    return tf.concat([order, filler], axis=1)[:, :slots]
+
+
+def micro_batches(batch, parts, width=None, token_slots=0):
     """One replica's batch as `parts` micro-batches of one update.
 
     With a `width`, the micro-batches take the examples in order of length and each is cut to
@@ -144,6 +169,8 @@ def micro_batches(batch, parts, width=None):
         batch: feature dict of `[B, ...]` tensors, `B` a multiple of `parts`.
         parts: the number of micro-batches.
         width: the step between micro-batch lengths, or None.
+        token_slots: with `width`, add each micro-batch's `token_positions` (see the module
+            docstring) with a multiple of this many slots per example (0: none).
 
     Returns:
         `part(i)` -> the feature dict of micro-batch `i` (a scalar tensor index),
@@ -155,7 +182,14 @@ def micro_batches(batch, parts, width=None):
     if width is None:
         return lambda i: {name: value[i] for name, value in split.items()}
     limit = tf.shape(batch["input_ids"])[1]
-    return lambda i: _cut_to({name: value[i] for name, value in split.items()}, width, limit)
+
+    def part(i):
+        micro = _cut_to({name: value[i] for name, value in split.items()}, width, limit)
+        if token_slots:
+            micro["token_positions"] = _token_positions(micro["input_mask"], 1, token_slots)[0]
+        return micro
+
+    return part
 
 
 def _pad_to(batch_size):
@@ -247,7 +281,18 @@ def batch_examples(batches, batch_size, drop_remainder, batching, skip_batches=0
         )
     if batching.trim_to_buckets:
         ds = ds.map(lambda batch: _trim(batch, batching.fine_buckets))
+        if batching.token_slots:
+            ds = ds.map(
+                lambda batch: {
+                    **batch,
+                    "token_positions": _token_positions(
+                        batch["input_mask"], batching.splits, batching.token_slots
+                    ),
+                }
+            )
     if batching.splits == 1:
+        if batching.token_slots and batching.trim_to_buckets:
+            ds = ds.map(lambda batch: {**batch, "token_positions": batch["token_positions"][0]})
         return ds
     per_replica = batching.check_batch_size(batch_size)
     first = batching.pipeline_index * batching.replicas
@@ -255,9 +300,11 @@ def batch_examples(batches, batch_size, drop_remainder, batching, skip_batches=0
     def own_slice(batch):
         # [B, ...] -> [splits, b, ...]: row k is replica k's part; this pipeline keeps its rows.
         return {
-            name: tf.reshape(value, [batching.splits, per_replica, *_rest(value)])[
-                first : first + batching.replicas
-            ]
+            name: (
+                value
+                if name == "token_positions"
+                else tf.reshape(value, [batching.splits, per_replica, *_rest(value)])
+            )[first : first + batching.replicas]
             for name, value in batch.items()
         }
 

@@ -3,6 +3,7 @@
 import json
 import math
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -98,6 +99,49 @@ def test_padding_is_masked_on_keys():
     a = model(inputs)["sequence_output"].numpy()[:, :4]
     b = model(changed)["sequence_output"].numpy()[:, :4]
     np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_real_tokens_only_equal_the_padded_computation(policy):
+    """`token_positions` (the layers on real tokens only, with spare slots) against the
+    original's padded layout: the same outputs and gradients at real positions, for masks
+    with holes too."""
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = BertModel(tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+        inputs = tiny_inputs(seed=3)
+        inputs["input_mask"][:, 0] = 1  # every example has its [CLS], as real ones do
+        real = inputs["input_mask"].astype(bool)
+        # The real tokens' flat positions, then 5 unused slots pointing past the end.
+        positions = np.concatenate([np.flatnonzero(real), np.full(5, real.size)]).astype(np.int32)
+
+        def run(features):
+            with tf.GradientTape() as tape:
+                out = model(features, training=True)
+                layers = [tf.cast(x, tf.float32) for x in out["all_encoder_layers"]]
+                # A loss on real positions only, as every caller's that packs.
+                loss = tf.reduce_sum(tf.boolean_mask(tf.square(layers[-1]), real))
+                loss += tf.reduce_sum(tf.cast(out["pooled_output"], tf.float32))
+            grads = tape.gradient(loss, model.trainable_variables)
+            return [x.numpy()[real] for x in layers], out["pooled_output"], grads
+
+        padded = run(inputs)
+        packed = run({**inputs, "token_positions": positions})
+        atol = 1e-5 if policy == "float32" else 0.0
+        for a, b in zip(padded[0], packed[0], strict=True):
+            np.testing.assert_allclose(a, b, atol=atol)
+        np.testing.assert_allclose(padded[1], packed[1], atol=atol)
+        for a, b in zip(padded[2], packed[2], strict=True):
+            a, b = tf.convert_to_tensor(a).numpy(), tf.convert_to_tensor(b).numpy()
+            # Sums run in another order: within float32 rounding of the largest (bfloat16: a few
+            # of its units, 2^-8); the key biases' gradients are zero up to that rounding.
+            scale = (1e-5 if policy == "float32" else 2e-2) * max(np.abs(a).max(), 1e-3)
+            np.testing.assert_allclose(a, b, atol=scale)
+        # Padding positions are not computed: zeros.
+        out = model({**inputs, "token_positions": positions})["sequence_output"].numpy()
+        assert not out[~real].any() and out[real].any()
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
 
 
 def test_sequence_longer_than_positions_is_an_error():

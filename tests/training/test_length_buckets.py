@@ -2,6 +2,7 @@
 training (losses and weights), the same predictions in input order, and at most one compiled
 step per bucket length."""
 
+import dataclasses
 import types
 
 import keras
@@ -100,6 +101,8 @@ def test_training_and_prediction_equal_full_length(files, tmp_path, name):
             make_task, tmp_path / f"{pad}{accumulation}", pad, num_accumulation_steps=accumulation
         )
         assert trainer.trim is (not pad)
+        # The cut batches of one update name their real tokens; micro-batches do not.
+        assert trainer._token_slots() == (0 if pad or accumulation > 1 else 1)
         losses = trainer.train(lambda skip, b: reader("train", 8, True, skip, b))
         weights = {k: v.numpy() for k, v in trainer.task.variable_map().items()}
         outputs = trainer.predict(lambda b: reader("test", 8, False, 0, b))
@@ -124,22 +127,64 @@ def test_training_and_prediction_equal_full_length(files, tmp_path, name):
         np.testing.assert_allclose(cut_out["loss_sum"], full_out["loss_sum"], atol=1e-5)
 
 
-def test_xla_accumulation_on_cut_batches(files, tmp_path):
-    """Under XLA micro-batches stay consecutive slices of the cut batch (the whole step one
-    compiled program) and train as full-length batches do."""
+def test_xla_training_on_cut_batches(files, tmp_path):
+    """Under XLA the cut batch's real tokens go through the encoder in static token slots, and
+    with accumulation the micro-batches stay consecutive slices of the cut batch (the whole
+    step one compiled program); both train as full-length batches do."""
     make_task, reader = _setup("classifier", files)
     runs = []
-    for pad, accumulation in ((True, 1), (False, 4)):
+    for pad, accumulation in ((True, 1), (False, 1), (False, 4)):
         trainer = _trainer(
-            make_task, tmp_path / str(pad), pad, use_xla=True, num_accumulation_steps=accumulation
+            make_task,
+            tmp_path / f"{pad}{accumulation}",
+            pad,
+            use_xla=True,
+            num_accumulation_steps=accumulation,
         )
         assert trainer._micro_batch_width() is None and trainer._whole_step_compiled()
+        assert trainer._token_slots() == (16 if (not pad and accumulation == 1) else 0)
         losses = trainer.train(lambda skip, b: reader("train", 8, True, skip, b))
         weights = {k: v.numpy() for k, v in trainer.task.variable_map().items()}
         runs.append((np.array([loss for _, loss in losses]), weights))
-    (full_losses, full_weights), (micro_losses, micro_weights) = runs
-    assert np.abs(full_losses - micro_losses).max() <= 1e-5
-    assert max(np.abs(full_weights[k] - micro_weights[k]).max() for k in full_weights) <= 1e-5
+    full_losses, full_weights = runs[0]
+    for losses, weights in runs[1:]:
+        assert np.abs(full_losses - losses).max() <= 1e-5
+        assert max(np.abs(full_weights[k] - weights[k]).max() for k in full_weights) <= 1e-5
+
+
+@pytest.mark.parametrize("splits", [1, 2])
+def test_token_positions_of_each_replica(files, splits):
+    """`token_positions`: each replica's real tokens in order (flat positions), then the slot
+    past the end, to the same multiple of 16 per example on every replica."""
+    options = Batching(trim_to_buckets=True, token_slots=16, num_pipelines=splits)
+    ours = []
+    for index in range(splits):
+        batching = dataclasses.replace(options, pipeline_index=index)
+        ours.append(
+            list(
+                classifier_dataset(files["cls_train"], SEQ, False, 8, True, 3, 0, batching).take(3)
+            )
+        )
+    whole = list(
+        classifier_dataset(
+            files["cls_train"], SEQ, False, 8, True, 3, 0, Batching(trim_to_buckets=True)
+        ).take(3)
+    )
+    for step, batch in enumerate(whole):
+        mask = batch["input_mask"].numpy()
+        per_replica = np.split(mask, splits)
+        # The fewest slots, a multiple of 16 per example, that hold every replica's tokens.
+        step_slots = 16 * len(per_replica[0])
+        most = max(int(m.sum()) for m in per_replica)
+        assert {len(parts[step]["token_positions"]) for parts in ours} == {
+            -(-most // step_slots) * step_slots
+        }
+        for replica, m in enumerate(per_replica):
+            np.testing.assert_array_equal(ours[replica][step]["input_mask"], m)
+            positions = ours[replica][step]["token_positions"].numpy()
+            real = np.flatnonzero(m.reshape(-1))
+            np.testing.assert_array_equal(positions[: len(real)], real)
+            assert (positions[len(real) :] == m.size).all()
 
 
 @pytest.mark.parametrize("use_xla", [True, False])
@@ -173,11 +218,20 @@ def test_prediction_compiles_once_per_bucket(files, tmp_path, use_xla):
 
 def test_micro_batches_in_order_of_length(files):
     """micro_batches with a width: the batch's examples, each once, in micro-batches of increasing
-    length, each cut to its longest sequence rounded up to a multiple of 8."""
+    length, each cut to its longest sequence rounded up to a multiple of 8, each with the
+    positions of its real tokens."""
     _, reader = _setup("ner", files)
     batch = next(iter(reader("train", 16, True, 0, Batching(trim_to_buckets=True))))
-    part = micro_batches(batch, 4, width=8)
+    part = micro_batches(batch, 4, width=8, token_slots=1)
     parts = [{k: v.numpy() for k, v in part(tf.constant(i)).items()} for i in range(4)]
+    for p in parts:
+        # Each micro-batch names its own real tokens: flat positions in order, then the slot
+        # past the end up to a multiple of its 4 examples.
+        real = np.flatnonzero(p["input_mask"].reshape(-1))
+        positions = p.pop("token_positions")
+        np.testing.assert_array_equal(positions[: len(real)], real)
+        assert (positions[len(real) :] == p["input_mask"].size).all()
+        assert len(positions) == -(-len(real) // 4) * 4
     lengths = [p["input_mask"].sum(1) for p in parts]
     flat = np.concatenate(lengths)
     assert (np.diff(flat) >= 0).all() and sorted(flat) == sorted(batch["input_mask"].numpy().sum(1))
