@@ -156,6 +156,12 @@ def _token_positions(input_mask, splits, slots_per_example):
     return tf.concat([order, filler], axis=1)[:, :slots]
 
 
+def _with_token_positions(batch, batching):
+    # [splits, T], one row per replica (split off with the replica's examples), or [T].
+    positions = _token_positions(batch["input_mask"], batching.splits, batching.token_slots)
+    return {**batch, "token_positions": positions[0] if batching.splits == 1 else positions}
+
+
 def micro_batches(batch, parts, width=None, token_slots=0):
     """One replica's batch as `parts` micro-batches of one update.
 
@@ -282,17 +288,8 @@ def batch_examples(batches, batch_size, drop_remainder, batching, skip_batches=0
     if batching.trim_to_buckets:
         ds = ds.map(lambda batch: _trim(batch, batching.fine_buckets))
         if batching.token_slots:
-            ds = ds.map(
-                lambda batch: {
-                    **batch,
-                    "token_positions": _token_positions(
-                        batch["input_mask"], batching.splits, batching.token_slots
-                    ),
-                }
-            )
+            ds = ds.map(lambda batch: _with_token_positions(batch, batching))
     if batching.splits == 1:
-        if batching.token_slots and batching.trim_to_buckets:
-            ds = ds.map(lambda batch: {**batch, "token_positions": batch["token_positions"][0]})
         return ds
     per_replica = batching.check_batch_size(batch_size)
     first = batching.pipeline_index * batching.replicas
