@@ -4,33 +4,23 @@ memory and name."""
 import tempfile
 import time
 
+# name: (layers, hidden size, attention heads, intermediate size); "tiny" is for dry runs of
+# the accelerator check on a CPU.
+_SIZES = {
+    "tiny": (2, 32, 2, 64),
+    "mini": (4, 256, 4, 1024),
+    "small": (4, 512, 8, 2048),
+    "base": (12, 768, 12, 3072),
+    "large": (24, 1024, 16, 4096),
+}
 CONFIGS = {
-    # For dry runs of the accelerator check on a CPU.
-    "tiny": dict(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64),
-    "mini": dict(
-        num_hidden_layers=4,
-        hidden_size=256,
-        num_attention_heads=4,
-        intermediate_size=1024,
-    ),
-    "small": dict(
-        num_hidden_layers=4,
-        hidden_size=512,
-        num_attention_heads=8,
-        intermediate_size=2048,
-    ),
-    "base": dict(
-        num_hidden_layers=12,
-        hidden_size=768,
-        num_attention_heads=12,
-        intermediate_size=3072,
-    ),
-    "large": dict(
-        num_hidden_layers=24,
-        hidden_size=1024,
-        num_attention_heads=16,
-        intermediate_size=4096,
-    ),
+    name: dict(
+        num_hidden_layers=layers,
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+    )
+    for name, (layers, hidden, heads, intermediate) in _SIZES.items()
 }
 VOCAB = 30522
 

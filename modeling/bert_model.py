@@ -101,7 +101,6 @@ class BertModel(ConfigSerialization, keras.Model):
     Args:
         config: a `BertConfig` (validated here).
         name: model name; "bert" gives the original variable names.
-
     """
 
     def __init__(self, config, name="bert", **kwargs):

@@ -57,7 +57,7 @@ class RealTokens:
     def __init__(self, input_mask, positions):
         shape = tf.shape(input_mask)
         self.batch, self.length = shape[0], shape[1]
-        rows = self.batch * self.length
+        self.rows = rows = self.batch * self.length
         positions = tf.cast(positions, tf.int32)
         slots = tf.shape(positions)[0]
         self.take_rows = tf.minimum(positions, rows - 1)
@@ -68,7 +68,7 @@ class RealTokens:
         self.spread_rows = slot_of[:rows] + slots
 
     def _take(self, x):
-        return tf.gather(tf.reshape(x, [self.batch * self.length, -1]), self.take_rows)
+        return tf.gather(tf.reshape(x, [self.rows, -1]), self.take_rows)
 
     def _spread(self, x):
         rows = tf.gather(tf.pad(x, [[0, 1], [0, 0]]), self.spread_rows)

@@ -148,10 +148,10 @@ class Trainer:
         if k == 1:
             loss, grads = loss_and_grads(features, denominators)
         else:
-            # In order of length where batches are cut to length (see `micro_batches`), each
-            # naming its own real tokens.
+            # In order of length on cut batches, each naming its real tokens (`micro_batches`).
             width = self._micro_batch_width()
-            part = micro_batches(features, k, width, int(self.pack and width is not None))
+            slots = 1 if self.pack and width is not None else 0
+            part = micro_batches(features, k, width, token_slots=slots)
             loss, grads = loss_and_grads(part(0), denominators)
             for i in tf.range(1, k):
                 micro_loss, micro_grads = loss_and_grads(part(i), denominators)

@@ -5,7 +5,7 @@ checkpoint name -> variable, for loading, saving and `model.ckpt-N`), `forward(f
 training)` (a dict of tensors, "aux"), `loss_weights(features)`, `loss_numerators(aux)` and
 `loss_epsilons`, `trims_padding` (whether batches may be cut to their longest sequence),
 `packs_tokens` (whether the encoder should run on the real tokens only, see
-`modeling.transformer.TokenPacking`; only where `trims_padding`), and
+`modeling.transformer.RealTokens`; only where `trims_padding`), and
 for `Trainer.evaluate` `metric_sums(aux)` and `metric_names`, for
 `Trainer.predict` `prediction_outputs(aux)`.
 
