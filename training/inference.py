@@ -53,10 +53,9 @@ def make_predict_step(strategy, outputs_fn, use_xla=False):
             outputs = {k: context.all_gather(v, axis=0) for k, v in outputs.items()}
         return outputs
 
-    # Without XLA, after a second batch length the step is traced once more with the length
-    # left open, and that trace serves every later length (tracing costs about as much as
-    # predicting a few hundred short examples). XLA compiles per shape anyway.
-    @tf.function(reduce_retracing=not use_xla)
+    # `predictions` traces it once for the iterator's element spec (lengths left open), which
+    # serves every batch; XLA compiles the replica's computation per shape it meets.
+    @tf.function
     def predict_step(batch):
         per_replica = strategy.run(replica_fn, args=(batch,))
         local = strategy.experimental_local_results
@@ -79,6 +78,12 @@ def predictions(predict_step, batches):
         `example_index` (sorted input) in the order of the batches, not of the input (see
         `in_input_order`).
     """
+    spec = getattr(batches, "element_spec", None)
+    if spec is not None:
+        # One trace for all the cut lengths, instead of one for the first batch's length and
+        # one more when a second length comes (each costs about as much as predicting a few
+        # hundred short examples).
+        predict_step.get_concrete_function(spec)
     for batch in batches:
         outputs = {name: value.numpy() for name, value in predict_step(batch).items()}
         real = outputs.pop(_REAL, None)

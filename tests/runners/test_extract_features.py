@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from data.extraction.features import format_json_line, read_examples, round_6
+from data.extraction.features import format_json_line, read_examples, round_6, value_lists
 from data.tokenization.full_tokenizer import FullTokenizer
 from modeling.config import BertConfig
 from tests.helpers.paths import REPO
@@ -338,6 +338,19 @@ def test_vectorised_rounding_equals_python_round():
         want = [[round(v, 6) for v in row] for row in flat.tolist()]
         # repr tells -0.0 from 0.0 and matches nan with nan: what json.dumps writes.
         assert [list(map(repr, r)) for r in got] == [list(map(repr, r)) for r in want]
+
+
+def test_value_text_equals_json_dumps():
+    """value_lists writes each row as json.dumps writes the rounded floats: the awkward kinds,
+    and values below 1e-4, which repr writes with an exponent ("1.2e-05", "-7e-06")."""
+    layers = _awkward_activations(6, 64, 128, 6, seed=2)
+    rng = np.random.default_rng(3)
+    layers += [(rng.standard_normal((64, 96)) * scale).astype(np.float32) for scale in (1e-5, 1e4)]
+    for values in layers:
+        flat = values.reshape(-1, values.shape[-1])
+        want = [json.dumps(row)[1:-1] for row in round_6(flat)]
+        assert value_lists(flat) == want
+    assert "e-05" in "".join(value_lists(layers[-2])) and "e-06" in "".join(value_lists(layers[-2]))
 
 
 def test_json_line_format_is_byte_exact(written):
