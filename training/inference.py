@@ -11,6 +11,9 @@ input order. Batches cut to a length bucket give per-token outputs of that lengt
 pads them to the longest with zeros (positions past an example's real length mean nothing).
 """
 
+import queue
+import threading
+
 import numpy as np
 import tensorflow as tf
 
@@ -136,3 +139,48 @@ def in_input_order(batches):
             turn += 1
     if waiting:
         raise RuntimeError(f"The outputs of {len(waiting)} examples arrived without their turn.")
+
+
+def ahead(items, depth=2):
+    """Yields the items of an iterator that a thread of its own reads, up to `depth` ahead.
+
+    The model's step lets go of Python's lock while it runs, so what the caller does with one
+    batch (extract_features formats and writes its JSON lines) overlaps the computation of the
+    next. An exception raised while reading is raised here; when the caller stops early, the
+    thread stops after the item it is computing.
+    """
+    pending = queue.Queue(depth)
+    stop = threading.Event()
+    end = object()
+
+    def put(entry):
+        while not stop.is_set():
+            try:
+                pending.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read():
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((end, None))
+        except BaseException as error:  # noqa: BLE001  (handed to the caller's thread)
+            put((end, error))
+
+    thread = threading.Thread(target=read, name="predictions_ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = pending.get()
+            if error is not None:
+                raise error
+            if item is end:
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
