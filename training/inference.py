@@ -2,7 +2,8 @@
 
 `Trainer.predict` (classifier, NER and SQuAD evaluation and prediction) and extract_features.py
 both run a compiled forward step over a finite dataset with `predictions`; the first collects
-the outputs, the second streams them to its output file batch by batch.
+the outputs, the second streams them to its output file batch by batch, the model running
+ahead on a thread of its own (`ahead`) while the lines are written.
 
 Padding examples (`is_real_example` 0: the filling of a last batch padded to a whole one, see
 `training.distributed_input`) produce no output row, and examples sorted by length for batching
