@@ -128,10 +128,10 @@ class SelfAttention(keras.layers.Layer):
     def call(self, x, attention_bias, training=False, packing=None):
         """Args: x `[B, S, H]` (or `[T, H]` with a `RealTokens`); attention_bias
         `[B, 1, 1, S]`. Returns the same layout as x."""
-        unpack = packing.unpack if packing is not None else tf.identity
-        q = self._split_heads(unpack(self.query(x)))
-        k = self._split_heads(unpack(self.key(x)))
-        v = self._split_heads(unpack(self.value(x)))
+        q, k, v = self.query(x), self.key(x), self.value(x)
+        if packing is not None:
+            q, k, v = packing.unpack(q), packing.unpack(k), packing.unpack(v)
+        q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
         scores = tf.einsum("bfnd,btnd->bnft", q, k)
         scores = scores * (1.0 / math.sqrt(float(self.head_size)))
         # Softmax in float32 so that mixed precision never saturates the -10000 bias.

@@ -198,12 +198,13 @@ def format_json_line(unique_id, tokens, layer_indexes, layer_values):
         The JSON text without the newline.
     """
     count = len(tokens)
-    texts = [value_lists(values[:count]) for values in layer_values]
+    # All layers' rows in one call: row j * count + i is layer j's values of token i.
+    texts = value_lists(np.concatenate([values[:count] for values in layer_values]))
     features = []
     for i, token in enumerate(tokens):
         layers = ", ".join(
-            f'{{"index": {index}, "values": [{rows[i]}]}}'
-            for index, rows in zip(layer_indexes, texts, strict=True)
+            f'{{"index": {index}, "values": [{texts[j * count + i]}]}}'
+            for j, index in enumerate(layer_indexes)
         )
         features.append(f'{{"token": {json.dumps(token)}, "layers": [{layers}]}}')
     return f'{{"linex_index": {unique_id}, "features": [{", ".join(features)}]}}'
