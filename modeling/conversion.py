@@ -26,6 +26,7 @@ from modeling.bert_model import BertModel
 from modeling.config import BertConfig
 from modeling.heads import PretrainingHeads
 from modeling.hf_import import load_hf_model
+from modeling.layers import weights_from_checkpoint
 from modeling.task_models import BertPretrainer
 
 INPUT_FORMATS = ("tf1", "keras", "hf", "tf2", "tfhub", "keras_hub")
@@ -67,15 +68,17 @@ def build_keras_model(config, arrays):
     Returns:
         (keras model, BertModel inside it).
     """
-    if _has_heads(arrays):
-        model = BertPretrainer(config)
-        names = tf1_checkpoint.build_variable_map(
-            bert_model=model.bert, pretraining_heads=model.cls
-        )
-        encoder = model.bert
-    else:
-        model = encoder = BertModel(config)
-        names = tf1_checkpoint.build_variable_map(bert_model=model)
+    # The strict assignment below sets every variable, so none is drawn at random.
+    with weights_from_checkpoint():
+        if _has_heads(arrays):
+            model = BertPretrainer(config)
+            names = tf1_checkpoint.build_variable_map(
+                bert_model=model.bert, pretraining_heads=model.cls
+            )
+            encoder = model.bert
+        else:
+            model = encoder = BertModel(config)
+            names = tf1_checkpoint.build_variable_map(bert_model=model)
     tf1_checkpoint.assign_arrays(names, arrays, source="input weights", log=False)
     return model, encoder
 

@@ -13,6 +13,7 @@ from data.tokenization.full_tokenizer import load_vocab
 from fileio.atomic import atomic_directory
 from modeling import tf1_checkpoint
 from modeling.conversion import SAVED_MODEL_CONFIG
+from modeling.layers import weights_from_checkpoint
 from serving.classifier import ClassifierExport
 from serving.ner import NerExport
 from serving.pretraining import PretrainingExport
@@ -212,7 +213,8 @@ def export_model(run, bert_config):
         )
     # The flag's policy, not whatever a training run in this process left behind; weights
     # stay float32 under every policy.
-    with compute_policy(run.precision):
+    # Each task's checkpoint load is strict, so no variable needs its random draw.
+    with compute_policy(run.precision), weights_from_checkpoint():
         _export(run, bert_config, prefix)
     return run.export_dir
 

@@ -13,6 +13,7 @@ from data.extraction.features import (
 from data.records.batching import Batching, batch_examples
 from fileio.atomic import open_atomically
 from modeling.bert_model import BertModel
+from modeling.layers import weights_from_checkpoint
 from modeling.tf1_checkpoint import load_tf1_checkpoint
 from training import inference
 from training.distributed_input import inference_batches, trim_lengths
@@ -58,7 +59,8 @@ def extract_features(run, bert_config, tokenizer, strategy):
     """
     examples = read_examples(run.input_file)
     features = convert_examples_to_features(examples, run.max_seq_length, tokenizer)
-    with strategy.scope(), compute_policy(run.precision):
+    # Every variable comes from the checkpoint (a strict load), so none is drawn at random.
+    with strategy.scope(), compute_policy(run.precision), weights_from_checkpoint():
         model = BertModel(bert_config)
     load_tf1_checkpoint(run.init_checkpoint, bert_model=model)
 

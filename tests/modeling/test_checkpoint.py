@@ -13,6 +13,7 @@ from modeling import conversion, tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
 from modeling.heads import ClassifierHead, PretrainingHeads, SpanHead, TokenClassifierHead
+from modeling.layers import weights_from_checkpoint
 from tests.helpers.paths import REPO
 from tests.helpers.tiny_config import tiny_config
 from tests.oracles import run_oracle
@@ -88,6 +89,36 @@ def test_save_round_trip_is_bit_identical(original_gelu, tmp_path):
     for name, value in original.items():
         assert reader.get_variable_to_dtype_map()[name] == tf.float32
         np.testing.assert_array_equal(reader.get_tensor(name), value)
+
+
+def test_models_built_for_a_checkpoint_skip_the_random_draws(original_gelu):
+    """Inside `weights_from_checkpoint` no variable is drawn at random; the strict load then
+    gives the original's outputs, and a checkpoint that misses a variable is still refused."""
+    config = BertConfig.from_json_file(original_gelu["config"])
+    with weights_from_checkpoint():
+        model, heads = BertModel(config), PretrainingHeads(config)
+    names = tf1_checkpoint.build_variable_map(bert_model=model, pretraining_heads=heads)
+    for name, var in names.items():
+        # LayerNorm scales start at one, everything else at zero.
+        assert np.all(var.numpy() == (1.0 if name.endswith("/gamma") else 0.0)), name
+    # Outside the block the draws are back.
+    drawn = BertModel(config).embeddings.word_embeddings.numpy()
+    assert 0.5 * config.initializer_range < drawn.std() < config.initializer_range
+
+    tf1_checkpoint.load_tf1_checkpoint(
+        original_gelu["ckpt"], bert_model=model, pretraining_heads=heads
+    )
+    ref = original_gelu["ref"]
+    out = model({k: ref[k] for k in ("input_ids", "input_mask", "segment_ids")})
+    np.testing.assert_allclose(out["sequence_output"], ref["sequence_output"], atol=1e-5)
+    np.testing.assert_allclose(out["pooled_output"], ref["pooled_output"], atol=1e-5)
+
+    arrays = tf1_checkpoint.read_checkpoint(original_gelu["ckpt"])
+    del arrays["bert/pooler/dense/kernel"]
+    with weights_from_checkpoint():
+        fresh = BertModel(config)
+    with pytest.raises(ValueError, match="bert/pooler/dense/kernel"):
+        tf1_checkpoint.assign_arrays(tf1_checkpoint.build_variable_map(bert_model=fresh), arrays)
 
 
 def test_original_code_restores_a_saved_checkpoint(original_gelu, tmp_path):
