@@ -89,7 +89,8 @@ def extract_features(run, bert_config, tokenizer, strategy):
 
     predict_step = inference.make_predict_step(strategy, layer_outputs, run.jit_compile)
     batches = inference.predictions(predict_step, inference_batches(strategy, dataset, options))
-    # The model computes the next batches while this thread writes the lines of the last one.
+    # While this thread writes lines, the model computes up to 2 batches more: with full-length
+    # batches the lines follow each batch; with sorted ones they follow each sort window.
     batches = inference.ahead(batches)
     with open_atomically(run.output_file) as writer:
         for feature, outputs in zip(features, inference.in_input_order(batches), strict=True):
