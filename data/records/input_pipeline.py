@@ -11,7 +11,7 @@ replicas, cut to a length bucket, sorted, padded to whole batches).
 
 import tensorflow as tf
 
-from data.records.batching import Batching, batch_examples
+from data.records.batching import Batching, batch_examples, plain_map
 
 
 def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
@@ -69,10 +69,10 @@ def _parsed_batches(records, feature_spec, batch_size, drop_remainder, batching,
         return tf.io.parse_example(serialized, feature_spec)
 
     if batching.background:
-        ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        ds = plain_map(ds, parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     else:
         # Parsed on the caller's thread when asked for: no tf.data thread runs beside the model.
-        ds = ds.map(parse)
+        ds = plain_map(ds, parse)
     ds = batch_examples(ds, batch_size, drop_remainder, batching, skip)
     return ds.prefetch(tf.data.AUTOTUNE) if batching.background else ds
 
