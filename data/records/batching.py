@@ -253,8 +253,8 @@ def plain_map(ds, fn, **kwargs):
     """`ds.map(fn, **kwargs)` with `fn` traced as written, not converted by autograph.
 
     The pipeline's functions branch and loop on Python values only (shapes, flags, feature
-    names), so autograph would change nothing in them; converting them costs about 0.2-0.4 s
-    of every run's start.
+    names), so autograph would change nothing in them; converting them cost about 0.15 s per
+    pipeline built (extract_features' sorted, cut pipeline: 0.25 -> 0.10 s).
     """
     return ds.map(tf.autograph.experimental.do_not_convert(fn), **kwargs)
 
