@@ -27,7 +27,7 @@ class Encoder(keras.layers.Layer):
         for layer in self.transformer_layers:
             layer.build((None, None, self.hidden_size))
 
-    def call(self, x, attention_bias, training=False, packing=None):
+    def call(self, x, attention_bias, training=False, packing=None, output_positions=None):
         """Runs the layers.
 
         Args:
@@ -35,14 +35,26 @@ class Encoder(keras.layers.Layer):
             attention_bias: `[B, 1, 1, S]`.
             training: enables dropout.
             packing: a `RealTokens`: the layers then run on the real tokens only.
+            output_positions: int `[B, R]`: the last layer computes only these positions
+                (see `TransformerLayer.call`).
 
         Returns:
-            a list of L `[B, S, H]` (zeros at padding positions when packed).
+            a list of L `[B, S, H]` (zeros at padding positions when packed); the last one
+            `[B, R, H]` with output_positions.
         """
         if packing is not None:
             x = packing.pack(x)
         outputs = []
-        for layer in self.transformer_layers:
+        last = len(self.transformer_layers) - 1
+        for i, layer in enumerate(self.transformer_layers):
+            if i == last and output_positions is not None:
+                if packing is not None:
+                    # The rows are picked from [B, S, H]; padding comes back as masked zeros.
+                    x, packing = packing.unpack(x), None
+                outputs.append(
+                    layer(x, attention_bias, training=training, output_positions=output_positions)
+                )
+                break
             x = layer(x, attention_bias, training=training, packing=packing)
             # Unused layers' unpacking is pruned from the compiled step.
             outputs.append(packing.unpack(x) if packing is not None else x)
@@ -128,16 +140,19 @@ class BertModel(ConfigSerialization, keras.Model):
         Args:
             inputs: dict with `input_ids` (int32 `[B, S]`) and optionally `input_mask` (int32
                 `[B, S]`, 1 = real token; default all ones), `segment_ids` (int32 `[B, S]`;
-                default all zeros) and `token_positions` (int32 `[T]`: the layers run on these
+                default all zeros), `token_positions` (int32 `[T]`: the layers run on these
                 tokens only, for callers that read real positions only; see
-                `RealTokens`).
+                `RealTokens`) and `output_positions` (int `[B, R]`: the last layer computes
+                these positions only, for callers that read no others, such as the
+                pretraining heads; put position 0 first for the pooled output).
             training: enables dropout.
 
         Returns:
-            dict with `sequence_output` `[B, S, H]`, `pooled_output` `[B, H]`,
+            dict with `sequence_output` `[B, S, H]` (`[B, R, H]`, the rows at
+            `output_positions`, when given), `pooled_output` `[B, H]` (from the first row),
             `all_encoder_layers` (list of L `[B, S, H]`, the embedding output not included;
-            zeros at padding positions with `token_positions`) and `embedding_output`
-            `[B, S, H]`.
+            zeros at padding positions with `token_positions`; the last as sequence_output)
+            and `embedding_output` `[B, S, H]`.
         """
         if not isinstance(inputs, dict) or "input_ids" not in inputs:
             raise ValueError(
@@ -159,7 +174,13 @@ class BertModel(ConfigSerialization, keras.Model):
         bias = attention_bias_from_mask(input_mask)
         positions = inputs.get("token_positions")
         packing = RealTokens(input_mask, positions) if positions is not None else None
-        layers = self.encoder(embedding_output, bias, training=training, packing=packing)
+        layers = self.encoder(
+            embedding_output,
+            bias,
+            training=training,
+            packing=packing,
+            output_positions=inputs.get("output_positions"),
+        )
         sequence_output = layers[-1]
         return {
             "sequence_output": sequence_output,

@@ -63,14 +63,19 @@ class MaskedLMHead(keras.layers.Layer):
         """Scores the vocabulary at the masked positions.
 
         Args:
-            sequence_output: float Tensor `[B, S, H]`.
-            masked_lm_positions: int Tensor `[B, P]`.
+            sequence_output: float Tensor `[B, S, H]`, or `[B, P, H]` already at the masked
+                positions when masked_lm_positions is None.
+            masked_lm_positions: int Tensor `[B, P]`, or None.
             embedding_table: the encoder's word embeddings `[V, H]` (tied decoder).
 
         Returns:
             float32 logits `[B * P, V]`.
         """
-        x = self.transform(gather_positions(sequence_output, masked_lm_positions))
+        if masked_lm_positions is None:
+            x = tf.reshape(sequence_output, [-1, tf.shape(sequence_output)[-1]])
+        else:
+            x = gather_positions(sequence_output, masked_lm_positions)
+        x = self.transform(x)
         table = tf.cast(embedding_table, x.dtype)
         logits = tf.matmul(x, table, transpose_b=True)
         return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
@@ -132,8 +137,9 @@ class PretrainingHeads(keras.layers.Layer):
         self.seq_relationship.build()
 
     def call(self, sequence_output, pooled_output, masked_lm_positions, embedding_table):
-        """Args: sequence_output `[B, S, H]`; pooled_output `[B, H]`; masked_lm_positions
-        `[B, P]`; embedding_table `[V, H]`.
+        """Args: sequence_output `[B, S, H]` (`[B, P, H]` at the masked positions when
+        masked_lm_positions is None); pooled_output `[B, H]`; masked_lm_positions `[B, P]` or
+        None; embedding_table `[V, H]`.
 
         Returns:
             dict with float32 `masked_lm_logits` `[B * P, V]` and

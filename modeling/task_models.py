@@ -11,6 +11,7 @@ A new head is one class in `modeling/heads.py` and one small class here.
 """
 
 import keras
+import tensorflow as tf
 
 from modeling.bert_model import BertModel, ConfigSerialization
 from modeling.config import BertConfig
@@ -55,22 +56,24 @@ class BertPretrainer(_EncoderWithHead):
         self.build()
 
     def call(self, inputs, training=False):
-        """Args: inputs: BertModel's dict plus `masked_lm_positions` int32 `[B, P]`.
+        """Args: inputs: BertModel's input dict plus `masked_lm_positions` int32 `[B, P]`.
+
+        The heads read the last layer at [CLS] and the P masked positions only, so the last
+        layer computes those 1 + P rows alone (`output_positions` of `BertModel`): the same
+        values as the original's full layer followed by its gather, with the queries, output
+        projection and feed-forward network of that layer on 1 + P rows instead of S.
 
         Returns:
-            BertModel's output dict plus `masked_lm_logits` `[B * P, V]` and
+            dict with `pooled_output` `[B, H]`, `masked_lm_logits` `[B * P, V]` and
             `next_sentence_logits` `[B, 2]` (float32).
         """
-        out = dict(self.bert(inputs, training=training))
-        out.update(
-            self.cls(
-                out["sequence_output"],
-                out["pooled_output"],
-                inputs["masked_lm_positions"],
-                self.bert.embedding_table,
-            )
+        positions = tf.cast(inputs["masked_lm_positions"], tf.int32)
+        rows = tf.concat([tf.zeros_like(positions[:, :1]), positions], axis=1)
+        out = self.bert({**inputs, "output_positions": rows}, training=training)
+        heads = self.cls(
+            out["sequence_output"][:, 1:], out["pooled_output"], None, self.bert.embedding_table
         )
-        return out
+        return {"pooled_output": out["pooled_output"], **heads}
 
 
 class BertClassifier(_EncoderWithHead):

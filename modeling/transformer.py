@@ -125,10 +125,12 @@ class SelfAttention(keras.layers.Layer):
         shape = tf.shape(x)
         return tf.reshape(x, [shape[0], shape[1], self.num_heads, self.head_size])
 
-    def call(self, x, attention_bias, training=False, packing=None):
+    def call(self, x, attention_bias, training=False, packing=None, queries=None):
         """Args: x `[B, S, H]` (or `[T, H]` with a `RealTokens`); attention_bias
-        `[B, 1, 1, S]`. Returns the same layout as x."""
-        q, k, v = self.query(x), self.key(x), self.value(x)
+        `[B, 1, 1, S]`; queries: `[B, R, H]` rows that attend instead of every position of x
+        (x `[B, S, H]` then). Returns the layout of queries if given, else of x."""
+        q = self.query(x if queries is None else queries)
+        k, v = self.key(x), self.value(x)
         if packing is not None:
             q, k, v = packing.unpack(q), packing.unpack(k), packing.unpack(v)
         q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
@@ -185,11 +187,14 @@ class Attention(keras.layers.Layer):
         self.self_attention.build(input_shape)
         self.output_block.build(input_shape)
 
-    def call(self, x, attention_bias, training=False, packing=None):
+    def call(self, x, attention_bias, training=False, packing=None, queries=None):
         """Args: x `[B, S, H]` or `[T, H]`; attention_bias `[B, 1, 1, S]`; packing: a
-        `RealTokens` when x is packed. Returns the layout of x."""
-        context = self.self_attention(x, attention_bias, training=training, packing=packing)
-        return self.output_block(context, x, training=training)
+        `RealTokens` when x is packed; queries: `[B, R, H]` rows of x that attend (then only
+        they are computed). Returns the layout of queries if given, else of x."""
+        context = self.self_attention(
+            x, attention_bias, training=training, packing=packing, queries=queries
+        )
+        return self.output_block(context, x if queries is None else queries, training=training)
 
 
 class Intermediate(keras.layers.Layer):
@@ -235,8 +240,28 @@ class TransformerLayer(keras.layers.Layer):
         self.intermediate.build(hidden)
         self.output_block.build(hidden[:-1] + (self.intermediate_size,))
 
-    def call(self, x, attention_bias, training=False, packing=None):
-        """Args: x `[B, S, H]` or `[T, H]`; attention_bias `[B, 1, 1, S]`; packing: a
-        `RealTokens` when x is packed. Returns the layout of x."""
-        attention_out = self.attention(x, attention_bias, training=training, packing=packing)
+    def call(self, x, attention_bias, training=False, packing=None, output_positions=None):
+        """Runs the block.
+
+        Args:
+            x: `[B, S, H]`, or `[T, H]` with a `RealTokens`.
+            attention_bias: `[B, 1, 1, S]`.
+            training: enables dropout.
+            packing: a `RealTokens` when x is packed.
+            output_positions: int `[B, R]` (x `[B, S, H]`): only these positions' outputs are
+                computed. Keys and values still come from every position, so each row equals
+                the same row of the full output; everything else (the queries, the output
+                projection, the feed-forward network) runs on R rows instead of S.
+
+        Returns:
+            the layout of x, or `[B, R, H]` with output_positions.
+        """
+        queries = None
+        if output_positions is not None:
+            if packing is not None:
+                raise ValueError("output_positions needs x as [B, S, H]; unpack it first.")
+            queries = tf.gather(x, tf.cast(output_positions, tf.int32), batch_dims=1)
+        attention_out = self.attention(
+            x, attention_bias, training=training, packing=packing, queries=queries
+        )
         return self.output_block(self.intermediate(attention_out), attention_out, training=training)

@@ -209,3 +209,73 @@ def test_keras_config_round_trip():
     assert clone.config == model.config
     pre = BertPretrainer(tiny_config())
     assert BertPretrainer.from_config(pre.get_config()).config == pre.config
+
+
+def _read_rows(seed):
+    """A batch with [CLS] real, and for each example masked positions among its real tokens
+    plus position-0 fillers (the zero-weight predictions of short examples)."""
+    rng = np.random.default_rng(seed)
+    inputs = tiny_inputs(seed)
+    inputs["input_mask"][:, 0] = 1
+    positions = np.zeros((BATCH, 3), np.int32)
+    for b in range(BATCH):
+        real = np.flatnonzero(inputs["input_mask"][b])
+        chosen = rng.choice(real, size=min(2, len(real)), replace=False)
+        positions[b, : len(chosen)] = chosen
+    return inputs, positions
+
+
+def test_pretrainer_last_layer_on_read_rows_equals_the_full_layer():
+    """BertPretrainer computes the last layer at [CLS] and the masked positions only; the
+    logits and every gradient equal the full layer followed by the heads' gather."""
+    keras.utils.set_random_seed(3)
+    pre = BertPretrainer(tiny_config(num_hidden_layers=3))
+    inputs, positions = _read_rows(4)
+    weights = tf.constant(np.random.default_rng(5).normal(size=(BATCH * 3, 99)), tf.float32)
+
+    def loss_of(out):
+        return tf.reduce_sum(out["masked_lm_logits"] * weights) + tf.reduce_sum(
+            out["next_sentence_logits"] * tf.range(2, dtype=tf.float32)
+        )
+
+    with tf.GradientTape(persistent=True) as tape:
+        fast = pre({**inputs, "masked_lm_positions": positions})
+        full_bert = pre.bert(inputs)
+        full = pre.cls(
+            full_bert["sequence_output"],
+            full_bert["pooled_output"],
+            positions,
+            pre.bert.embedding_table,
+        )
+        fast_loss, full_loss = loss_of(fast), loss_of(full)
+    for name in ("masked_lm_logits", "next_sentence_logits"):
+        np.testing.assert_allclose(fast[name], full[name], atol=1e-5)
+    variables = pre.trainable_variables
+    fast_grads = tape.gradient(fast_loss, variables)
+    full_grads = tape.gradient(full_loss, variables)
+    for v, a, b in zip(variables, fast_grads, full_grads, strict=True):
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(a), tf.convert_to_tensor(b), atol=1e-5, err_msg=v.path
+        )
+    # The last layer's queries really are cut: 1 + P rows, not S.
+    assert pre.bert({**inputs, "output_positions": positions})["sequence_output"].shape == (
+        BATCH,
+        3,
+        tiny_config().hidden_size,
+    )
+
+
+def test_read_rows_with_packed_tokens_equal_the_full_layer():
+    """output_positions together with token_positions (the real tokens only through the
+    layers): the rows equal the padded model's."""
+    model = BertModel(tiny_config(num_hidden_layers=2))
+    inputs, positions = _read_rows(6)
+    full = model(inputs)["sequence_output"].numpy()
+    flat = np.flatnonzero(inputs["input_mask"].reshape(-1)).astype(np.int32)
+    slots = np.concatenate([flat, np.full(4, BATCH * SEQ, np.int32)])  # 4 unused slots
+    # [CLS] first, as the pooled output reads the first row.
+    positions = np.concatenate([np.zeros((BATCH, 1), np.int32), positions], axis=1)
+    rows = model({**inputs, "token_positions": slots, "output_positions": positions})
+    expected = np.take_along_axis(full, positions[:, :, None], axis=1)
+    np.testing.assert_allclose(rows["sequence_output"], expected, atol=1e-5)
+    np.testing.assert_allclose(rows["pooled_output"], model(inputs)["pooled_output"], atol=1e-5)
