@@ -48,11 +48,14 @@ class Encoder(keras.layers.Layer):
         last = len(self.transformer_layers) - 1
         for i, layer in enumerate(self.transformer_layers):
             if i == last and output_positions is not None:
-                if packing is not None:
-                    # The rows are picked from [B, S, H]; padding comes back as masked zeros.
-                    x, packing = packing.unpack(x), None
                 outputs.append(
-                    layer(x, attention_bias, training=training, output_positions=output_positions)
+                    layer(
+                        x,
+                        attention_bias,
+                        training=training,
+                        packing=packing,
+                        output_positions=output_positions,
+                    )
                 )
                 break
             x = layer(x, attention_bias, training=training, packing=packing)

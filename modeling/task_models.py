@@ -106,9 +106,14 @@ class BertClassifier(_EncoderWithHead):
         self.build()
 
     def call(self, inputs, training=False):
-        """Args: BertModel's input dict. Returns float32 logits `[B, C]`."""
-        pooled = self.bert(inputs, training=training)["pooled_output"]
-        return self.classifier(pooled, training=training)
+        """Args: BertModel's input dict. Returns float32 logits `[B, C]`.
+
+        The head reads the last layer at [CLS] only, so that layer computes that one row
+        (`output_positions` of `BertModel`; keys and values from every position).
+        """
+        first = tf.zeros_like(tf.cast(inputs["input_ids"], tf.int32)[:, :1])
+        out = self.bert({**inputs, "output_positions": first}, training=training)
+        return self.classifier(out["pooled_output"], training=training)
 
 
 class BertSpanModel(_EncoderWithHead):

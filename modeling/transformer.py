@@ -74,6 +74,12 @@ class RealTokens:
         rows = tf.gather(tf.pad(x, [[0, 1], [0, 0]]), self.spread_rows)
         return tf.reshape(rows, [self.batch, self.length, tf.shape(x)[-1]])
 
+    def rows_at(self, x, positions):
+        """Packed `[T, D]` -> `[B, R, D]`: the rows at `positions` (int `[B, R]`, sequence
+        positions of each example; zeros where one is padding)."""
+        flat = tf.cast(positions, tf.int32) + self.length * tf.range(self.batch)[:, tf.newaxis]
+        return tf.gather(tf.pad(x, [[0, 1], [0, 0]]), tf.gather(self.spread_rows, flat))
+
     def pack(self, x):
         """`[B, S, D]` -> `[T, D]`, the real positions in row-major order."""
 
@@ -127,12 +133,14 @@ class SelfAttention(keras.layers.Layer):
 
     def call(self, x, attention_bias, training=False, packing=None, queries=None):
         """Args: x `[B, S, H]` (or `[T, H]` with a `RealTokens`); attention_bias
-        `[B, 1, 1, S]`; queries: `[B, R, H]` rows that attend instead of every position of x
-        (x `[B, S, H]` then). Returns the layout of queries if given, else of x."""
+        `[B, 1, 1, S]`; queries: `[B, R, H]` rows that attend instead of every position of
+        x. Returns the layout of queries if given, else of x."""
         q = self.query(x if queries is None else queries)
         k, v = self.key(x), self.value(x)
         if packing is not None:
-            q, k, v = packing.unpack(q), packing.unpack(k), packing.unpack(v)
+            k, v = packing.unpack(k), packing.unpack(v)
+            if queries is None:
+                q = packing.unpack(q)
         q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
         scores = tf.einsum("bfnd,btnd->bnft", q, k)
         scores = scores * (1.0 / math.sqrt(float(self.head_size)))
@@ -143,7 +151,7 @@ class SelfAttention(keras.layers.Layer):
         context = tf.einsum("bnft,btnd->bfnd", probs, v)
         shape = tf.shape(context)
         context = tf.reshape(context, [shape[0], shape[1], self.num_heads * self.head_size])
-        return packing.pack(context) if packing is not None else context
+        return packing.pack(context) if packing is not None and queries is None else context
 
 
 class DenseResidualNorm(keras.layers.Layer):
@@ -248,8 +256,8 @@ class TransformerLayer(keras.layers.Layer):
             attention_bias: `[B, 1, 1, S]`.
             training: enables dropout.
             packing: a `RealTokens` when x is packed.
-            output_positions: int `[B, R]` (x `[B, S, H]`): only these positions' outputs are
-                computed. Keys and values still come from every position, so each row equals
+            output_positions: int `[B, R]`: only these positions' outputs are computed
+                (real tokens when packed). Keys and values still come from every position, so each row equals
                 the same row of the full output; everything else (the queries, the output
                 projection, the feed-forward network) runs on R rows instead of S.
 
@@ -257,9 +265,9 @@ class TransformerLayer(keras.layers.Layer):
             the layout of x, or `[B, R, H]` with output_positions.
         """
         queries = None
-        if output_positions is not None:
-            if packing is not None:
-                raise ValueError("output_positions needs x as [B, S, H]; unpack it first.")
+        if output_positions is not None and packing is not None:
+            queries = packing.rows_at(x, output_positions)
+        elif output_positions is not None:
             queries = tf.gather(x, tf.cast(output_positions, tf.int32), batch_dims=1)
         attention_out = self.attention(
             x, attention_bias, training=training, packing=packing, queries=queries

@@ -279,3 +279,34 @@ def test_read_rows_with_packed_tokens_equal_the_full_layer():
     expected = np.take_along_axis(full, positions[:, :, None], axis=1)
     np.testing.assert_allclose(rows["sequence_output"], expected, atol=1e-5)
     np.testing.assert_allclose(rows["pooled_output"], model(inputs)["pooled_output"], atol=1e-5)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_classifier_last_layer_at_cls_equals_the_full_layer(packed):
+    """BertClassifier computes the last layer at [CLS] only (on the real tokens only too):
+    logits and every gradient equal the full model's pooled output through the head."""
+    from modeling.task_models import BertClassifier
+
+    keras.utils.set_random_seed(7)
+    model = BertClassifier(tiny_config(num_hidden_layers=2), num_labels=3)
+    inputs, _ = _read_rows(8)
+    if packed:
+        flat = np.flatnonzero(inputs["input_mask"].reshape(-1)).astype(np.int32)
+        inputs["token_positions"] = np.concatenate([flat, np.full(3, BATCH * SEQ, np.int32)])
+    weights = tf.constant(np.random.default_rng(9).normal(size=(BATCH, 3)), tf.float32)
+    with tf.GradientTape(persistent=True) as tape:
+        fast = model(inputs)
+        full_inputs = {k: v for k, v in inputs.items() if k != "token_positions"}
+        full = model.classifier(model.bert(full_inputs)["pooled_output"])
+        fast_loss, full_loss = tf.reduce_sum(fast * weights), tf.reduce_sum(full * weights)
+    np.testing.assert_allclose(fast, full, atol=1e-5)
+    variables = model.trainable_variables
+    for v, a, b in zip(
+        variables,
+        tape.gradient(fast_loss, variables),
+        tape.gradient(full_loss, variables),
+        strict=True,
+    ):
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(a), tf.convert_to_tensor(b), atol=1e-5, err_msg=v.path
+        )
