@@ -257,9 +257,10 @@ class TransformerLayer(keras.layers.Layer):
             training: enables dropout.
             packing: a `RealTokens` when x is packed.
             output_positions: int `[B, R]`: only these positions' outputs are computed
-                (real tokens when packed). Keys and values still come from every position, so each row equals
-                the same row of the full output; everything else (the queries, the output
-                projection, the feed-forward network) runs on R rows instead of S.
+                (real tokens when packed). Keys and values still come from every position,
+                so each row equals the same row of the full output; everything else (the
+                queries, the output projection, the feed-forward network) runs on R rows
+                instead of S.
 
         Returns:
             the layout of x, or `[B, R, H]` with output_positions.
