@@ -47,20 +47,11 @@ class Encoder(keras.layers.Layer):
         outputs = []
         last = len(self.transformer_layers) - 1
         for i, layer in enumerate(self.transformer_layers):
-            if i == last and output_positions is not None:
-                outputs.append(
-                    layer(
-                        x,
-                        attention_bias,
-                        training=training,
-                        packing=packing,
-                        output_positions=output_positions,
-                    )
-                )
-                break
-            x = layer(x, attention_bias, training=training, packing=packing)
-            # Unused layers' unpacking is pruned from the compiled step.
-            outputs.append(packing.unpack(x) if packing is not None else x)
+            rows = output_positions if i == last else None
+            x = layer(x, attention_bias, training=training, packing=packing, output_positions=rows)
+            # Unused layers' unpacking is pruned from the compiled step; picked rows are
+            # already [B, R, H].
+            outputs.append(packing.unpack(x) if packing is not None and rows is None else x)
         return outputs
 
 

@@ -70,15 +70,20 @@ class RealTokens:
     def _take(self, x):
         return tf.gather(tf.reshape(x, [self.rows, -1]), self.take_rows)
 
+    @staticmethod
+    def _slots(x, slots):
+        # Rows of the packed x; slot T (one past the last) reads as a zero row.
+        return tf.gather(tf.pad(x, [[0, 1], [0, 0]]), slots)
+
     def _spread(self, x):
-        rows = tf.gather(tf.pad(x, [[0, 1], [0, 0]]), self.spread_rows)
+        rows = self._slots(x, self.spread_rows)
         return tf.reshape(rows, [self.batch, self.length, tf.shape(x)[-1]])
 
     def rows_at(self, x, positions):
         """Packed `[T, D]` -> `[B, R, D]`: the rows at `positions` (int `[B, R]`, sequence
         positions of each example; zeros where one is padding)."""
         flat = tf.cast(positions, tf.int32) + self.length * tf.range(self.batch)[:, tf.newaxis]
-        return tf.gather(tf.pad(x, [[0, 1], [0, 0]]), tf.gather(self.spread_rows, flat))
+        return self._slots(x, tf.gather(self.spread_rows, flat))
 
     def pack(self, x):
         """`[B, S, D]` -> `[T, D]`, the real positions in row-major order."""

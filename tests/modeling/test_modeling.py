@@ -225,6 +225,22 @@ def _read_rows(seed):
     return inputs, positions
 
 
+def _real_token_slots(inputs, unused):
+    """`token_positions` of the batch: the flat positions of its real tokens, then `unused`
+    slots past the end."""
+    flat = np.flatnonzero(inputs["input_mask"].reshape(-1)).astype(np.int32)
+    return np.concatenate([flat, np.full(unused, BATCH * SEQ, np.int32)])
+
+
+def _assert_same_gradients(tape, fast_loss, full_loss, variables):
+    fast_grads = tape.gradient(fast_loss, variables)
+    full_grads = tape.gradient(full_loss, variables)
+    for v, a, b in zip(variables, fast_grads, full_grads, strict=True):
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(a), tf.convert_to_tensor(b), atol=1e-5, err_msg=v.path
+        )
+
+
 def test_pretrainer_last_layer_on_read_rows_equals_the_full_layer():
     """BertPretrainer computes the last layer at [CLS] and the masked positions only; the
     logits and every gradient equal the full layer followed by the heads' gather."""
@@ -250,13 +266,7 @@ def test_pretrainer_last_layer_on_read_rows_equals_the_full_layer():
         fast_loss, full_loss = loss_of(fast), loss_of(full)
     for name in ("masked_lm_logits", "next_sentence_logits"):
         np.testing.assert_allclose(fast[name], full[name], atol=1e-5)
-    variables = pre.trainable_variables
-    fast_grads = tape.gradient(fast_loss, variables)
-    full_grads = tape.gradient(full_loss, variables)
-    for v, a, b in zip(variables, fast_grads, full_grads, strict=True):
-        np.testing.assert_allclose(
-            tf.convert_to_tensor(a), tf.convert_to_tensor(b), atol=1e-5, err_msg=v.path
-        )
+    _assert_same_gradients(tape, fast_loss, full_loss, pre.trainable_variables)
     # The last layer's queries really are cut: 1 + P rows, not S.
     assert pre.bert({**inputs, "output_positions": positions})["sequence_output"].shape == (
         BATCH,
@@ -271,8 +281,7 @@ def test_read_rows_with_packed_tokens_equal_the_full_layer():
     model = BertModel(tiny_config(num_hidden_layers=2))
     inputs, positions = _read_rows(6)
     full = model(inputs)["sequence_output"].numpy()
-    flat = np.flatnonzero(inputs["input_mask"].reshape(-1)).astype(np.int32)
-    slots = np.concatenate([flat, np.full(4, BATCH * SEQ, np.int32)])  # 4 unused slots
+    slots = _real_token_slots(inputs, unused=4)
     # [CLS] first, as the pooled output reads the first row.
     positions = np.concatenate([np.zeros((BATCH, 1), np.int32), positions], axis=1)
     rows = model({**inputs, "token_positions": slots, "output_positions": positions})
@@ -291,8 +300,7 @@ def test_classifier_last_layer_at_cls_equals_the_full_layer(packed):
     model = BertClassifier(tiny_config(num_hidden_layers=2), num_labels=3)
     inputs, _ = _read_rows(8)
     if packed:
-        flat = np.flatnonzero(inputs["input_mask"].reshape(-1)).astype(np.int32)
-        inputs["token_positions"] = np.concatenate([flat, np.full(3, BATCH * SEQ, np.int32)])
+        inputs["token_positions"] = _real_token_slots(inputs, unused=3)
     weights = tf.constant(np.random.default_rng(9).normal(size=(BATCH, 3)), tf.float32)
     with tf.GradientTape(persistent=True) as tape:
         fast = model(inputs)
@@ -300,13 +308,4 @@ def test_classifier_last_layer_at_cls_equals_the_full_layer(packed):
         full = model.classifier(model.bert(full_inputs)["pooled_output"])
         fast_loss, full_loss = tf.reduce_sum(fast * weights), tf.reduce_sum(full * weights)
     np.testing.assert_allclose(fast, full, atol=1e-5)
-    variables = model.trainable_variables
-    for v, a, b in zip(
-        variables,
-        tape.gradient(fast_loss, variables),
-        tape.gradient(full_loss, variables),
-        strict=True,
-    ):
-        np.testing.assert_allclose(
-            tf.convert_to_tensor(a), tf.convert_to_tensor(b), atol=1e-5, err_msg=v.path
-        )
+    _assert_same_gradients(tape, fast_loss, full_loss, model.trainable_variables)
