@@ -11,9 +11,10 @@ Example:
         --output_file=/tmp/glue_output/submission.zip
 """
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from data.glue.submission import OFFICIAL_TEST_SIZES, build_submission
+from fileio.errors import run_command
 from training.settings import log_at_info
 
 FLAGS = flags.FLAGS
@@ -34,4 +35,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_dir", "output_file"])
-    app.run(main)
+    run_command(main)

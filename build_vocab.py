@@ -19,9 +19,10 @@ import os
 # a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
 
-from absl import app, flags
+from absl import flags
 
 from data.tokenization import vocab_builder
+from fileio.errors import run_command
 from training.settings import log_at_info
 
 FLAGS = flags.FLAGS
@@ -77,4 +78,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_file", "output_file"])
-    app.run(main)
+    run_command(main)

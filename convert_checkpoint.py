@@ -22,8 +22,9 @@ import os
 # a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
 
-from absl import app, flags, logging
+from absl import flags, logging
 
+from fileio.errors import run_command
 from modeling import conversion
 from training.export_run import export_encoder_weights
 from training.settings import log_at_info
@@ -86,4 +87,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_checkpoint", "output_dir"])
-    app.run(main)
+    run_command(main)

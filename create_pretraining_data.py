@@ -15,10 +15,11 @@ Example:
         --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
 """
 
-from absl import app, flags
+from absl import flags
 
 from data.pretraining.create import create_pretraining_data
 from data.pretraining.instances import PretrainingOptions
+from fileio.errors import run_command
 from training.settings import log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS
@@ -65,4 +66,4 @@ if __name__ == "__main__":
     flags.mark_flag_as_required("input_file")
     flags.mark_flag_as_required("output_file")
     flags.mark_flag_as_required("vocab_file")
-    app.run(main)
+    run_command(main)

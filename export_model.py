@@ -19,8 +19,9 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
 
-from absl import app, flags
+from absl import flags
 
+from fileio.errors import run_command
 from modeling.config import BertConfig
 from training.export_run import ExportRun, export_model
 from training.flags import define_precision_flag
@@ -99,4 +100,4 @@ if __name__ == "__main__":
     flags.mark_flags_as_required(
         ["task", "checkpoint", "bert_config_file", "vocab_file", "export_dir"]
     )
-    app.run(main)
+    run_command(main)

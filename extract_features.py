@@ -15,9 +15,10 @@ import os
 # a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
 
-from absl import app, flags
+from absl import flags
 
 from data.tokenization.full_tokenizer import FullTokenizer
+from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
 from training.extraction_run import ExtractionRun, extract_features
@@ -79,4 +80,4 @@ if __name__ == "__main__":
     flags.mark_flags_as_required(
         ["input_file", "output_file", "bert_config_file", "init_checkpoint", "vocab_file"]
     )
-    app.run(main)
+    run_command(main)

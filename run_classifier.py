@@ -19,9 +19,10 @@ import os
 # a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
 
-from absl import app, flags
+from absl import flags
 
 from data.glue.processors import canonical_task_name, get_processor
+from fileio.errors import run_command
 from training import flags as training_flags
 from training.classifier_run import ClassifierRun, run_classifier
 from training.settings import settings_from_flags
@@ -57,4 +58,4 @@ if __name__ == "__main__":
     flags.mark_flags_as_required(
         ["data_dir", "task_name", "vocab_file", "bert_config_file", "output_dir"]
     )
-    app.run(main)
+    run_command(main)

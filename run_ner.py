@@ -22,8 +22,9 @@ import os
 # a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
 
-from absl import app, flags
+from absl import flags
 
+from fileio.errors import run_command
 from training import flags as training_flags
 from training.ner_run import NerRun, run_ner
 from training.settings import settings_from_flags
@@ -61,4 +62,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["data_dir", "vocab_file", "bert_config_file", "output_dir"])
-    app.run(main)
+    run_command(main)

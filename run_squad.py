@@ -19,9 +19,10 @@ import os
 # a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
 
-from absl import app, flags
+from absl import flags
 
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
+from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
 from training.settings import log_at_info, settings_from_flags
@@ -84,4 +85,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["vocab_file", "bert_config_file", "output_dir"])
-    app.run(main)
+    run_command(main)
