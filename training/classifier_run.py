@@ -116,7 +116,9 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
         # The fixed-shape path fills the last batch, as the original does on a TPU.
         filling = -len(examples) % batch_size if trainer.pad_inference else 0
         fine_tuning.log_inference_set(title, len(examples) + filling, padding + filling, batch_size)
-        return trainer.predict(lambda batching: dataset(path, batch_size, False, 0, batching))
+        return trainer.predict(
+            lambda batching: dataset(path, batch_size, False, 0, batching), len(examples)
+        )
 
     train_examples = processor.get_train_examples(run.data_dir) if run.do_train else []
     if run.do_train:

@@ -15,7 +15,7 @@ from fileio.atomic import open_atomically
 from modeling.bert_model import BertModel
 from modeling.layers import weights_from_checkpoint
 from modeling.tf1_checkpoint import load_tf1_checkpoint
-from training import inference
+from training import inference, summaries
 from training.distributed_input import inference_batches, trim_lengths
 from training.precision import compute_policy
 
@@ -88,7 +88,10 @@ def extract_features(run, bert_config, tokenizer, strategy):
         return batch_examples(stream, run.batch_size, False, batching)
 
     predict_step = inference.make_predict_step(strategy, layer_outputs, run.jit_compile)
-    batches = inference.predictions(predict_step, inference_batches(strategy, dataset, options))
+    progress = summaries.InferenceProgress("extract", len(features))
+    batches = inference.predictions(
+        predict_step, inference_batches(strategy, dataset, options), progress
+    )
     # While this thread writes lines, the model computes up to 2 batches more: with full-length
     # batches the lines follow each batch; with sorted ones they follow each sort window.
     batches = inference.ahead(batches)

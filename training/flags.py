@@ -1,5 +1,8 @@
 """Flag groups shared by the runners. Only runners import this module (it defines absl flags)."""
 
+import os
+import sys
+
 import keras
 import tensorflow as tf
 from absl import flags
@@ -170,8 +173,23 @@ def seed_from_flags(flag_values):
         tf.config.experimental.enable_op_determinism()
 
 
+def flagfile_text(flag_values):
+    """The runner's own flags (not absl's or TensorFlow's) as an absl flagfile, one per line.
+
+    The Trainer saves it as `output_dir/flags.txt`, so a run can be told apart from another
+    and repeated with `--flagfile=flags.txt`.
+    """
+    lines = [f"# {os.path.basename(sys.argv[0])}: repeat with --flagfile=<this file>"]
+    for module, module_flags in sorted(flag_values.flags_by_module_dict().items()):
+        if module.startswith(("absl.", "tensorflow.")):
+            continue
+        lines += sorted(f.serialize() for f in module_flags if f.serialize())
+    return "\n".join(lines) + "\n"
+
+
 def train_config_from_flags(flag_values, **overrides):
     """A `TrainConfig` from the shared flags; runner-specific values come as overrides."""
+    overrides.setdefault("run_flags", flagfile_text(flag_values))
     return settings_from_flags(TrainConfig, flag_values, **overrides)
 
 

@@ -70,12 +70,13 @@ def make_predict_step(strategy, outputs_fn, use_xla=False):
     return predict_step
 
 
-def predictions(predict_step, batches):
+def predictions(predict_step, batches, progress=None):
     """Runs `predict_step` over every batch of a finite iterator, in order.
 
     Args:
         predict_step: from `make_predict_step`.
         batches: e.g. `training.distributed_input.inference_batches(...)`.
+        progress: a `training.summaries.InferenceProgress` counting the examples, or None.
 
     Yields:
         dict name -> np.ndarray `[batch, ...]` per batch, padding examples left out; with
@@ -93,7 +94,11 @@ def predictions(predict_step, batches):
         real = outputs.pop(_REAL, None)
         if real is not None and not real.all():
             outputs = {name: value[real > 0] for name, value in outputs.items()}
+        if progress is not None:
+            progress.update(len(next(iter(outputs.values()))) if outputs else 0)
         yield outputs
+    if progress is not None:
+        progress.finish()
 
 
 def _concatenate(parts):

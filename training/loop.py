@@ -11,6 +11,7 @@ the interface.
 """
 
 import functools
+import os
 
 import keras
 import numpy as np
@@ -22,6 +23,7 @@ from data.records.batching import (
     Batching,
     micro_batches,
 )
+from fileio.atomic import write_atomically
 from modeling import tf1_checkpoint
 from modeling.optimization import create_optimizer
 from training import inference, summaries
@@ -102,6 +104,9 @@ class Trainer:
         )
         self.step = self._restore_or_init()
         self._train_steps = self._make_train_fn()
+        if config.run_flags and is_chief(strategy):
+            tf.io.gfile.makedirs(config.output_dir)
+            write_atomically(os.path.join(config.output_dir, "flags.txt"), config.run_flags)
 
     @functools.cached_property
     def _predict_step(self):
@@ -337,6 +342,7 @@ class Trainer:
         totals = {name: [0.0, 0.0] for name in task.metric_names}
         loss_sum, batches = 0.0, 0
         logging.info("***** Running evaluation *****")
+        progress = summaries.InferenceProgress("eval", max_eval_steps, unit="batches")
         iterator = whole_batches(
             self.strategy,
             dataset_fn,
@@ -351,21 +357,25 @@ class Trainer:
             loss, sums = eval_step(batch)
             loss_sum += float(loss)
             batches += 1
+            progress.update(1)
             for name, (value, weight) in sums.items():
                 totals[name][0] += float(value)
                 totals[name][1] += float(weight)
+        progress.finish()
         results = {name: (v / w if w else 0.0) for name, (v, w) in totals.items()}
         results["loss"] = loss_sum / max(batches, 1)
         results["global_step"] = self.step
         return results
 
-    def predict(self, dataset_fn):
+    def predict(self, dataset_fn, num_examples=None):
         """Runs the model over a finite dataset; returns the task's `prediction_outputs`.
 
         Args:
             dataset_fn: `batching -> tf.data.Dataset`: the task's finite reader of feature
                 dicts for one input pipeline (the last batch may be short, or padded when
                 `pad_to_whole_batches`; padding examples are dropped from the outputs).
+            num_examples: how many the pass will see, for the progress lines' ETA (None:
+                the lines count without one).
 
         Returns:
             dict name -> np.ndarray, concatenated over all examples, in order.
@@ -378,7 +388,8 @@ class Trainer:
             sort_batches=_SORT_WINDOW_BATCHES if self.trim else 0,
         )
         batches = inference_batches(self.strategy, dataset_fn, options)
-        return inference.collect(inference.predictions(self._predict_step, batches))
+        progress = summaries.InferenceProgress("predict", num_examples)
+        return inference.collect(inference.predictions(self._predict_step, batches, progress))
 
     def export_original(self, output_dir, config_json):
         """Writes `bert_model.ckpt` (original names, heads included) and `bert_config.json`."""

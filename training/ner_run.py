@@ -124,7 +124,8 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config):
         outputs = trainer.predict(
             lambda batching: ner_dataset(
                 path, run.max_seq_length, batch_size, False, batching=batching
-            )
+            ),
+            len(windows),
         )
         return outputs, word_predictions(windows, outputs["predictions"], labels)
 

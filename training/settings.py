@@ -55,6 +55,8 @@ class TrainConfig:
         num_train_steps, num_warmup_steps: None for fine-tuning runs, which derive them from the
             number of examples and `--num_train_epochs` / `--warmup_proportion`.
         weight_decay_rate, clip_norm: the original optimizer's constants.
+        run_flags: the command's flags as a flagfile (`training.flags.flagfile_text`), saved
+            by the chief as `output_dir/flags.txt`; empty: nothing saved.
     """
 
     output_dir: str
@@ -77,6 +79,7 @@ class TrainConfig:
     num_warmup_steps: int | None = None
     weight_decay_rate: float = 0.01
     clip_norm: float = 1.0
+    run_flags: str = ""
 
     def check(self, num_replicas):
         """ValueError naming the flag unless the settings fit `num_replicas` replicas."""

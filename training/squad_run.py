@@ -130,7 +130,8 @@ def _run(run, bert_config, tokenizer, strategy, train_config):
     outputs = trainer.predict(
         lambda batching: squad_dataset(
             path, run.max_seq_length, run.predict_batch_size, False, batching=batching
-        )
+        ),
+        len(features),
     )
     if len(outputs["unique_ids"]) != len(features):
         raise RuntimeError(f"{len(outputs['unique_ids'])} results for {len(features)} features")

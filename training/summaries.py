@@ -38,6 +38,56 @@ class Progress:
         self.last_step, self.last_time = step, now
 
 
+class InferenceProgress:
+    """`<title>: n/total examples, examples/s, ETA` lines for evaluation and prediction passes.
+
+    A line every `every_s` seconds (and one at the end), so a long pass such as SQuAD's dev
+    set (10k+ examples) shows that it moves, as training's progress lines do; short passes
+    print only the closing line.
+
+    Args:
+        title: e.g. "predict" or "eval".
+        total: examples (or batches, with `unit`) the pass will see; None if unknown.
+        unit: what is counted.
+        every_s: seconds between lines.
+    """
+
+    def __init__(self, title, total=None, unit="examples", every_s=30.0):
+        self.title, self.total, self.unit, self.every_s = title, total, unit, every_s
+        self.done = 0
+        self.start = self.last = time.monotonic()
+
+    def _line(self, now):
+        rate = self.done / max(now - self.start, 1e-9)
+        of_total = f"/{self.total}" if self.total else ""
+        eta = ""
+        if self.total and rate:
+            remaining = max(self.total - self.done, 0) / rate
+            eta = f" ETA {datetime.timedelta(seconds=int(remaining))}"
+        logging.info(
+            "%s: %d%s %s, %.1f %s/s%s",
+            self.title,
+            self.done,
+            of_total,
+            self.unit,
+            rate,
+            self.unit,
+            eta,
+        )
+
+    def update(self, count):
+        """Counts `count` more items; logs a line when `every_s` has passed since the last."""
+        self.done += int(count)
+        now = time.monotonic()
+        if now - self.last >= self.every_s:
+            self._line(now)
+            self.last = now
+
+    def finish(self):
+        """The closing line: how many items, at what rate."""
+        self._line(time.monotonic())
+
+
 class SummaryWriter:
     """TensorBoard scalars under `output_dir/<name>` (no-op when disabled)."""
 
@@ -60,8 +110,14 @@ class SummaryWriter:
 
 
 def write_eval_results(output_dir, results, filename="eval_results.txt", title="Eval results"):
-    """Writes `key = value` lines, keys sorted, as the original; also logs them under `title`."""
+    """Writes `key = value` lines, keys sorted, as the original; also logs them under `title`.
+
+    The numeric results also go to TensorBoard, beside the training curves (`output_dir/train`):
+    under `output_dir/eval` (or `output_dir/<filename's stem>` for another file, e.g. NER's
+    `test_results`) at `results["global_step"]`, the step they belong to.
+    """
     path = os.path.join(output_dir, filename)
+    _write_result_scalars(output_dir, filename, results)
     logging.info("***** %s *****", title)
     lines = []
     for key in sorted(results):
@@ -72,3 +128,16 @@ def write_eval_results(output_dir, results, filename="eval_results.txt", title="
         lines.append(f"{key} = {text}\n")
     write_atomically(path, "".join(lines))
     return path
+
+
+def _write_result_scalars(output_dir, filename, results):
+    stem = os.path.splitext(filename)[0]
+    name = "eval" if stem == "eval_results" else stem
+    scalars = {
+        key: float(value)
+        for key, value in results.items()
+        if key != "global_step" and isinstance(value, (int, float, np.number))
+    }
+    writer = SummaryWriter(output_dir, name)
+    writer.scalars(int(results.get("global_step", 0)), **scalars)
+    writer.close()

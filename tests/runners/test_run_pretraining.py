@@ -39,6 +39,17 @@ def _pretrain_cmd(data, out_dir, *extra):
     ]
 
 
+def _scalars(log_dir):
+    """TensorBoard scalars of `log_dir`'s event files: tag -> [(step, value)]."""
+    found = {}
+    for path in sorted(tf.io.gfile.glob(str(log_dir / "events.*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                number = float(tf.make_ndarray(value.tensor)) if value.HasField("tensor") else 0
+                found.setdefault(value.tag, []).append((event.step, number))
+    return found
+
+
 def _final_weights(out_dir):
     return tf1_checkpoint.read_checkpoint(str(out_dir / "bert_model.ckpt"))
 
@@ -133,6 +144,18 @@ def test_training_learns_and_exports_original_layout(data, tmp_path):
     assert float(values["next_sentence_accuracy"]) > 0.9
     assert float(values["loss"]) < float(start["loss"]) - 1.0
     assert os.path.isdir(out / "train") and tf.io.gfile.glob(str(out / "train" / "events.*"))
+    # The evaluation's progress closing line, and its metrics beside the training curves, at
+    # the step they belong to, equal to eval_results.txt.
+    assert "eval: 8/8 batches" in result.stderr
+    board = _scalars(out / "eval")
+    assert set(board) == set(keys) - {"global_step"}
+    for key, points in board.items():
+        assert [step for step, _ in points] == [400]
+        assert points[0][1] == pytest.approx(float(values[key]), rel=1e-6)
+    # The run's flags, as a flagfile that repeats it.
+    flag_lines = (out / "flags.txt").read_text().splitlines()
+    assert "--num_train_steps=400" in flag_lines and "--max_eval_steps=8" in flag_lines
+    assert f"--output_dir={out}" in flag_lines
     config = BertConfig.from_json_file(str(out / "bert_config.json"))
     model, heads = BertModel(config), PretrainingHeads(config)
     tf1_checkpoint.load_tf1_checkpoint(
