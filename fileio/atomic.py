@@ -31,6 +31,12 @@ def _gfile():
     return tf.io.gfile
 
 
+def _tf_not_found():
+    import tensorflow as tf
+
+    return tf.errors.NotFoundError
+
+
 def _temporary_name(path):
     # Beside the final file, so the rename never crosses file systems; the final name comes last
     # because some writers insist on its suffix (Keras: ".weights.h5").
@@ -55,7 +61,10 @@ def _remove_if_present(path):
 def _remove_tree(path):
     if _is_remote(path):
         if _gfile().exists(path):
-            _gfile().rmtree(path)
+            try:
+                _gfile().rmtree(path)
+            except _tf_not_found():
+                pass  # file systems listing by name prefix (ram://) report what is gone
     elif os.path.lexists(path):
         shutil.rmtree(path)
 

@@ -128,6 +128,12 @@ def build_variable_map(
     return names
 
 
+def checkpoint_reader(prefix):
+    """A reader of the checkpoint at `prefix` (`tf.train.load_checkpoint` without its directory
+    guess, which file systems listing by name prefix, such as ram://, mislead)."""
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
+
+
 def resolve_checkpoint_path(path):
     """Turns a checkpoint prefix or a directory into a checkpoint prefix.
 
@@ -137,6 +143,10 @@ def resolve_checkpoint_path(path):
     Raises:
         ValueError: when nothing readable is found, naming the path.
     """
+    # A prefix first: file systems that list by name prefix (TensorFlow's ram://) call a
+    # checkpoint prefix a directory too.
+    if tf.io.gfile.exists(path + ".index"):
+        return path
     if tf.io.gfile.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if latest:
@@ -169,7 +179,7 @@ def read_checkpoint(path, include_optimizer=False):
     Returns:
         dict name -> np.ndarray.
     """
-    reader = tf.train.load_checkpoint(resolve_checkpoint_path(path))
+    reader = checkpoint_reader(resolve_checkpoint_path(path))
     shapes = reader.get_variable_to_shape_map()
     return {
         name: reader.get_tensor(name)

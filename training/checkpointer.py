@@ -97,7 +97,7 @@ class TrainingCheckpointer:
         Raises:
             ValueError: if a name is missing or has another shape (all listed at once).
         """
-        reader = tf.train.load_checkpoint(prefix)
+        reader = tf1_checkpoint.checkpoint_reader(prefix)
         shapes = reader.get_variable_to_shape_map()
         wanted = self._all_variables()
         arrays = {n: reader.get_tensor(n) for n in wanted if n in shapes}

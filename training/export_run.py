@@ -156,7 +156,7 @@ def _squad(run, bert_config, prefix):
 def _encoder(run, bert_config, prefix):
     # The `mlm` sub-object comes with the checkpoint's masked-LM head, when it has one (Google's
     # bert_model.ckpt and run_pretraining's checkpoints do; fine-tuned ones do not).
-    reader = tf.train.load_checkpoint(prefix)
+    reader = tf1_checkpoint.checkpoint_reader(prefix)
     with_mlm = reader.has_tensor("cls/predictions/output_bias")
     task = PretrainingTask(bert_config)
     model = task.build_model()

@@ -10,6 +10,8 @@ import os
 
 from absl import logging
 
+from fileio.reading import is_file, open_for_reading
+
 
 class InputExample:
     """One example: a single text or a pair, with its label string.
@@ -44,19 +46,11 @@ class PaddingInputExample:
 
 
 def _open_text(path):
-    if "://" in path:
-        import tensorflow as tf  # only for remote file systems such as gs://
-
-        return tf.io.gfile.GFile(path, "r")
-    return open(path, encoding="utf-8", newline="")
+    return open_for_reading(path)
 
 
 def _exists(path):
-    if "://" in path:
-        import tensorflow as tf
-
-        return tf.io.gfile.exists(path)
-    return os.path.isfile(path)
+    return is_file(path)
 
 
 class DataProcessor:

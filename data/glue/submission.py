@@ -16,6 +16,7 @@ import numpy as np
 
 from data.glue.processors import get_processor
 from fileio.atomic import write_atomically
+from fileio.reading import is_dir, is_file, open_for_reading, walk
 
 # Rows of each official GLUE test set, from the `num_examples` of the test splits in
 # huggingface/datasets' datasets/glue/dataset_infos.json (TFDS shows the same in its catalog).
@@ -119,7 +120,7 @@ def write_leaderboard_file(path, predictions, processor):
 def check_leaderboard_file(path, name, expected_rows):
     """Returns the problems of one leaderboard file (an empty list when it is valid)."""
     task = get_processor(LEADERBOARD_TASKS[name])
-    with open(path, encoding="utf-8") as f:
+    with open_for_reading(path) as f:
         lines = f.read().splitlines()
     if not lines or lines[0] != HEADER:
         found = lines[0] if lines else "an empty file"
@@ -161,12 +162,12 @@ def find_leaderboard_files(input_dir):
     found, problems = {}, []
     for name in OFFICIAL_TEST_SIZES:
         top = os.path.join(input_dir, f"{name}.tsv")
-        if os.path.isfile(top):
+        if is_file(top):
             found[name] = top
             continue
         matches = sorted(
             os.path.join(root, f"{name}.tsv")
-            for root, _, files in os.walk(input_dir)
+            for root, _, files in walk(input_dir)
             if f"{name}.tsv" in files
         )
         if len(matches) == 1:
@@ -192,7 +193,7 @@ def build_submission(input_dir, output_file, allow_partial=False, expected_sizes
         ValueError: listing every missing or malformed file.
     """
     expected_sizes = OFFICIAL_TEST_SIZES if expected_sizes is None else expected_sizes
-    if not os.path.isdir(input_dir):
+    if not is_dir(input_dir):
         raise ValueError(f"--input_dir {input_dir} is not a directory.")
     found, problems = find_leaderboard_files(input_dir)
     missing = [f"{name}.tsv" for name in OFFICIAL_TEST_SIZES if name not in found]

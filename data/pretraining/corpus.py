@@ -15,6 +15,7 @@ import dataclasses
 import re
 
 from data.tokenization import full_tokenizer
+from fileio.reading import open_for_reading
 
 # Read size for input files; lines are split within each block.
 _BLOCK_BYTES = 1 << 22
@@ -152,7 +153,7 @@ def iter_lines(data_blocks):
 
 def read_blocks(path):
     """Yields the content of the file at `path` in blocks."""
-    with open(path, "rb") as reader:
+    with open_for_reading(path, binary=True) as reader:
         while block := reader.read(_BLOCK_BYTES):
             yield block
 

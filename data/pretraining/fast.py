@@ -21,7 +21,6 @@ import array
 import collections
 import itertools
 import multiprocessing
-import os
 import random
 import re
 import time
@@ -39,6 +38,7 @@ from data.pretraining.instances import (
 )
 from data.pretraining.masking import sample_masked_lm_predictions
 from data.records.tfrecord_writer import AtomicOutputs, frame_records
+from fileio.reading import file_size
 
 # A shard ends at the first blank line after both of these; fixed sizes keep memory flat and
 # the output independent of the number of workers. Eight documents or more give the random
@@ -200,7 +200,7 @@ def run(input_files, output_files, vocab, options, num_workers):
       ValueError: If the input holds no text or an output cannot be written (no output is left
         behind).
     """
-    total_bytes = sum(os.path.getsize(path) for path in input_files)
+    total_bytes = sum(file_size(path) for path in input_files)
     stats = collections.Counter()
     start = last_report = time.monotonic()
 

@@ -7,12 +7,12 @@
 """
 
 import contextlib
-import os
 import struct
 
 import numpy as np
 
 from fileio.atomic import atomic_output
+from fileio.reading import is_dir, is_remote
 
 _CRC32C_POLY = 0x82F63B78  # Castagnoli polynomial, bit-reversed
 _MASK_DELTA = 0xA282EAD8
@@ -115,6 +115,14 @@ def frame_records(records):
     return framed
 
 
+def _open_for_writing(path):
+    if is_remote(path):
+        import tensorflow as tf  # remote file systems only; local writing stays TF-free
+
+        return tf.io.gfile.GFile(path, "wb")
+    return open(path, "wb")
+
+
 class AtomicOutputs:
     """Round-robin TFRecord output to several files that appear only on success.
 
@@ -126,7 +134,7 @@ class AtomicOutputs:
         """Opens a temporary file beside each path.
 
         Args:
-          paths: Final output paths (local files).
+          paths: Final output paths (local, or URLs of a TensorFlow file system).
 
         Raises:
           ValueError: If a path is a directory or its directory is missing or not writable.
@@ -136,11 +144,11 @@ class AtomicOutputs:
         self._next = 0
         with contextlib.ExitStack() as stack:
             for path in self.paths:
-                if os.path.isdir(path):
+                if is_dir(path):
                     raise ValueError(f"Output file {path!r} is a directory; name a file instead.")
                 temp = stack.enter_context(atomic_output(path))
                 try:
-                    handle = open(temp, "wb")
+                    handle = _open_for_writing(temp)
                 except OSError as err:
                     raise ValueError(
                         f"Cannot write output file {path!r}: {err.strerror}. Create its "

@@ -11,6 +11,7 @@ import json
 from absl import logging
 
 from data.tokenization.full_tokenizer import whitespace_tokenize
+from fileio.reading import open_for_reading
 
 FIRST_UNIQUE_ID = 1000000000
 # Examples whose features are logged in full, as the original.
@@ -47,12 +48,7 @@ class SquadExample:
 
 def _load_json(input_file):
     try:
-        if "://" in input_file:
-            import tensorflow as tf  # only for remote file systems such as gs://
-
-            with tf.io.gfile.GFile(input_file, "r") as reader:
-                return json.load(reader)
-        with open(input_file, encoding="utf-8") as reader:
+        with open_for_reading(input_file) as reader:
             return json.load(reader)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"Cannot read SQuAD file {input_file!r}: {err}") from err

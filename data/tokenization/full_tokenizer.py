@@ -23,6 +23,7 @@ from data.tokenization.text_normalization import (
     _split_word,
     _strip_accents,
 )
+from fileio.reading import is_dir, open_for_reading
 
 # Released checkpoints whose directory name reveals their casing.
 _LOWERCASED_MODELS = frozenset(
@@ -100,19 +101,9 @@ def printable_text(text):
 
 
 def _read_vocab_bytes(vocab_file):
-    if "://" in vocab_file:
-        # Remote file systems (gs://) only: tokenizing needs no TensorFlow, and its import
-        # costs seconds and hundreds of MB in every worker of create_pretraining_data.
-        import tensorflow as tf
-
-        if tf.io.gfile.isdir(vocab_file):
-            raise IsADirectoryError(vocab_file)
-        try:
-            with tf.io.gfile.GFile(vocab_file, "rb") as reader:
-                return reader.read()
-        except tf.errors.OpError as err:
-            raise OSError(err.message) from None
-    with open(vocab_file, "rb") as reader:
+    if is_dir(vocab_file):
+        raise IsADirectoryError(21, "Is a directory", vocab_file)
+    with open_for_reading(vocab_file, binary=True) as reader:
         return reader.read()
 
 

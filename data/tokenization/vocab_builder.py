@@ -212,7 +212,8 @@ def _check_output_path(path):
     if tf.io.gfile.isdir(path):
         raise ValueError(f"Output path {path!r} is a directory; pass a file name.")
     directory = os.path.dirname(path) or "."
-    if not tf.io.gfile.isdir(directory):
+    # Object stores (gs://) have no directories to check: a file's name is all there is.
+    if "://" not in path and not tf.io.gfile.isdir(directory):
         raise ValueError(
             f"Cannot write the output file {path!r}: the directory {directory!r} does not exist. "
             "Create it or choose another path."
