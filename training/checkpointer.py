@@ -134,26 +134,23 @@ class TrainingCheckpointer:
             ValueError: the newest readable one does not match the model.
         """
         paths = list_checkpoints(self.output_dir) if tf.io.gfile.isdir(self.output_dir) else []
-        skipped = []
-        for prefix in reversed(paths):
+        for i in reversed(range(len(paths))):
             try:
-                step = self.restore(prefix)
+                step = self.restore(paths[i])
             except DamagedCheckpointError as err:
-                logging.warning("Skipping checkpoint %s, which cannot be read: %s", prefix, err)
-                skipped.append(f"  {os.path.basename(prefix)}: {err}")
+                # The warnings are the listing of what was skipped and why.
+                logging.warning("Skipping checkpoint %s, which cannot be read: %s", paths[i], err)
                 continue
-            if self.writer and skipped:
-                for damaged in paths[paths.index(prefix) + 1 :]:
+            if self.writer and i + 1 < len(paths):
+                for damaged in paths[i + 1 :]:
                     _set_aside(damaged)
-                _write_state_file(self.output_dir, paths[: paths.index(prefix) + 1][-self.keep :])
+                _write_state_file(self.output_dir, paths[: i + 1][-self.keep :])
             return step
-        if skipped:
+        if paths:
             raise UserError(
-                f"Checkpoints in {self.output_dir} that cannot be read:\n"
-                + "\n".join(skipped)
-                + f"\nNo checkpoint in output_dir {self.output_dir} can be read to resume from: "
-                "restore the model.ckpt-* files from a good copy, or move them and the "
-                "'checkpoint' file out of it to start over."
+                f"No checkpoint in output_dir {self.output_dir} can be read to resume from (see "
+                "the warnings above): restore the model.ckpt-* files from a good copy, or move "
+                "them and the 'checkpoint' file out of it to start over."
             )
         return None
 
