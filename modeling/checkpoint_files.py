@@ -167,8 +167,11 @@ class CheckpointReader:
         """The tensor as an np.ndarray.
 
         Raises:
+            UserError: the checkpoint has no tensor `name`.
             DamagedCheckpointError: its bytes are missing, cut short or fail their checksum.
         """
+        if not self._reader.has_tensor(name):
+            raise UserError(f"Checkpoint {self.prefix} holds no tensor {name}.")
         try:
             return self._reader.get_tensor(name)
         except (IndexError, tf.errors.OpError) as err:

@@ -106,6 +106,11 @@ class TrainingCheckpointer:
         """
         reader = open_checkpoint(prefix)
         shapes = reader.get_variable_to_shape_map()
+        if "global_step" not in shapes:
+            raise UserError(
+                f"{prefix} holds no global_step, so it is no training checkpoint of this "
+                "project: move it out of output_dir (pass it as --init_checkpoint instead)."
+            )
         wanted = self._all_variables()
         arrays = {n: reader.get_tensor(n) for n in wanted if n in shapes}
         tf1_checkpoint.check_arrays_match(wanted, arrays, prefix, allow_missing=False)
