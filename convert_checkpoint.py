@@ -34,7 +34,8 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string(
     "input_checkpoint",
     None,
-    "Checkpoint prefix or directory (tf1, tf2), or directory (keras, hf, tfhub, keras_hub).",
+    "Checkpoint prefix (or the prefix a saver numbered: X finds X-1), or a folder, for tf1 and "
+    "tf2; a folder for keras, hf, tfhub, keras_hub.",
 )
 flags.DEFINE_enum("input_format", "tf1", list(conversion.INPUT_FORMATS), "Format of the input.")
 flags.DEFINE_string(

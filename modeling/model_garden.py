@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from modeling.tf1_checkpoint import checkpoint_reader, resolve_checkpoint_path
+from modeling.checkpoint_files import open_checkpoint, resolve_checkpoint_path
 
 _SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -163,7 +163,7 @@ def read_tf2_checkpoint(path):
             every object the mapping does not know.
     """
     prefix = resolve_checkpoint_path(path)
-    reader = checkpoint_reader(prefix)
+    reader = open_checkpoint(prefix)
     keys = {k[: -len(_SUFFIX)] for k in reader.get_variable_to_shape_map() if k.endswith(_SUFFIX)}
     encoder = _encoder_prefix(keys, prefix)
     pattern = re.compile(rf"{encoder}/layer_with_weights-(\d+)/(.+)")

@@ -14,6 +14,9 @@ from absl import logging
 
 from fileio.atomic import atomic_prefix
 
+# `resolve_checkpoint_path` (the one resolver of user paths) stays importable from here.
+from modeling.checkpoint_files import read_tensors, resolve_checkpoint_path
+
 # Training checkpoints (model.ckpt-N) keep state the original had no name for (dropout seeds,
 # the float16 loss scale) under this prefix.
 TRAINING_STATE_PREFIX = "_training_state/"
@@ -128,46 +131,6 @@ def build_variable_map(
     return names
 
 
-def checkpoint_reader(prefix):
-    """A reader of the checkpoint at `prefix` (`tf.train.load_checkpoint` without its directory
-    guess, which file systems listing by name prefix, such as ram://, mislead)."""
-    return tf.compat.v1.train.NewCheckpointReader(prefix)
-
-
-def resolve_checkpoint_path(path):
-    """Turns a checkpoint prefix or a directory into a checkpoint prefix.
-
-    A directory resolves to its latest checkpoint (a `checkpoint` state file) or, failing that,
-    to `bert_model.ckpt` inside it, as in Google's model zips.
-
-    Raises:
-        ValueError: when nothing readable is found, naming the path.
-    """
-    # A prefix first: file systems that list by name prefix (TensorFlow's ram://) call a
-    # checkpoint prefix a directory too.
-    if tf.io.gfile.exists(path + ".index"):
-        return path
-    if tf.io.gfile.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
-        if latest:
-            return latest
-        candidate = os.path.join(path, "bert_model.ckpt")
-        if tf.io.gfile.exists(candidate + ".index"):
-            return candidate
-        raise ValueError(
-            f"No checkpoint found in directory {path}: expected bert_model.ckpt.index or a "
-            "'checkpoint' state file. Pass the checkpoint prefix, e.g. "
-            ".../uncased_L-12_H-768_A-12/bert_model.ckpt."
-        )
-    if tf.io.gfile.exists(path + ".index"):
-        return path
-    raise ValueError(
-        f"Checkpoint not found: {path} (no file {path}.index). Pass the prefix of the "
-        "checkpoint files, e.g. .../bert_model.ckpt for bert_model.ckpt.index and "
-        "bert_model.ckpt.data-00000-of-00001."
-    )
-
-
 def read_checkpoint(path, include_optimizer=False):
     """Reads every tensor of a name-based checkpoint into numpy arrays.
 
@@ -178,14 +141,13 @@ def read_checkpoint(path, include_optimizer=False):
 
     Returns:
         dict name -> np.ndarray.
+
+    Raises:
+        UserError: nothing matches `path`, or its files are damaged (`DamagedCheckpointError`).
     """
-    reader = checkpoint_reader(resolve_checkpoint_path(path))
-    shapes = reader.get_variable_to_shape_map()
-    return {
-        name: reader.get_tensor(name)
-        for name in sorted(shapes)
-        if include_optimizer or not is_training_state(name)
-    }
+    return read_tensors(
+        resolve_checkpoint_path(path), lambda name: include_optimizer or not is_training_state(name)
+    )
 
 
 def _shape_str(shape):
@@ -287,7 +249,8 @@ def load_tf1_checkpoint(path, strict=True, **parts):
         The sorted list of loaded names.
 
     Raises:
-        ValueError: for a missing checkpoint or any name or shape mismatch, all listed at once.
+        ValueError: for a missing or damaged checkpoint or any name or shape mismatch (all
+            listed at once).
     """
     prefix = resolve_checkpoint_path(path)
     return assign_arrays(build_variable_map(**parts), read_checkpoint(prefix), prefix, strict)

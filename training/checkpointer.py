@@ -7,7 +7,8 @@ original had no name for (dropout seed state, the fp16 loss scale) is stored und
 `_training_state/...`, which loaders of weights ignore.
 
 Each save writes under a temporary name and renames; the `checkpoint` state file is replaced
-last, so a crash during a save leaves the previous checkpoint as the latest one.
+last, so a crash during a save leaves the previous checkpoint as the latest one. A resume skips
+a newest checkpoint whose files a crash left damaged and restores the newest readable one.
 `StopRequest` turns SIGTERM/SIGINT into a request, checked between compiled calls, to save and
 exit.
 """
@@ -21,7 +22,9 @@ import tensorflow as tf
 from absl import logging
 
 from fileio.atomic import write_atomically
+from fileio.errors import UserError
 from modeling import tf1_checkpoint
+from modeling.checkpoint_files import DamagedCheckpointError, open_checkpoint
 
 
 def _write_state_file(output_dir, paths):
@@ -81,7 +84,8 @@ class TrainingCheckpointer:
         paths = list_checkpoints(self.output_dir)
         _write_state_file(self.output_dir, paths[-self.keep :])
         for old in paths[: -self.keep]:
-            for path in tf.io.gfile.glob(old + ".*"):
+            # Only the checkpoint's own files: `<old>.damaged.*` (see `restore_latest`) stays.
+            for path in tf.io.gfile.glob(old + ".index") + tf.io.gfile.glob(old + ".data-*"):
                 tf.io.gfile.remove(path)
         logging.info("Saved checkpoint %s", prefix)
         return prefix
@@ -94,22 +98,78 @@ class TrainingCheckpointer:
     def restore(self, prefix):
         """Restores everything `save` wrote; returns the step.
 
+        Every tensor is read before any is assigned, so a damaged file changes nothing.
+
         Raises:
+            DamagedCheckpointError: a file of the checkpoint is truncated, garbage or missing.
             ValueError: if a name is missing or has another shape (all listed at once).
         """
-        reader = tf1_checkpoint.checkpoint_reader(prefix)
+        reader = open_checkpoint(prefix)
         shapes = reader.get_variable_to_shape_map()
+        if "global_step" not in shapes:
+            raise UserError(
+                f"{prefix} holds no global_step, so it is no training checkpoint of this "
+                "project: move it out of output_dir (pass it as --init_checkpoint instead)."
+            )
         wanted = self._all_variables()
         arrays = {n: reader.get_tensor(n) for n in wanted if n in shapes}
         tf1_checkpoint.check_arrays_match(wanted, arrays, prefix, allow_missing=False)
+        step = int(reader.get_tensor("global_step"))
         for name, var in wanted.items():
             # Keras variables name their dtype by a string, tf.Variables (the loss scale) by
             # a tf.DType, which numpy does not read.
             var.assign(arrays[name].astype(tf.as_dtype(var.dtype).as_numpy_dtype))
-        step = int(reader.get_tensor("global_step"))
         self.optimizer.iterations.assign(step)
         logging.info("Resumed from %s at step %d", prefix, step)
         return step
+
+    def restore_latest(self):
+        """Restores the newest checkpoint in output_dir that can be read.
+
+        A newer one that cannot be read (truncated or missing files, as a preempted machine's
+        file system can leave them) is skipped with a WARNING naming it. The writer then renames
+        its files to `<prefix>.damaged.*`, which nothing here reads or deletes, so that the save
+        at its step neither overwrites them nor counts them among the checkpoints kept.
+
+        Returns:
+            The step restored, or None when output_dir holds no checkpoint.
+
+        Raises:
+            UserError: output_dir holds checkpoints, but none can be read.
+            ValueError: the newest readable one does not match the model.
+        """
+        paths = list_checkpoints(self.output_dir) if tf.io.gfile.isdir(self.output_dir) else []
+        for i in reversed(range(len(paths))):
+            try:
+                step = self.restore(paths[i])
+            except DamagedCheckpointError as err:
+                # The warnings are the listing of what was skipped and why.
+                logging.warning("Skipping checkpoint %s, which cannot be read: %s", paths[i], err)
+                continue
+            if self.writer and i + 1 < len(paths):
+                for damaged in paths[i + 1 :]:
+                    _set_aside(damaged)
+                _write_state_file(self.output_dir, paths[: i + 1][-self.keep :])
+            return step
+        if paths:
+            raise UserError(
+                f"No checkpoint in output_dir {self.output_dir} can be read to resume from (see "
+                "the warnings above): restore the model.ckpt-* files from a good copy, or move "
+                "them and the 'checkpoint' file out of it to start over."
+            )
+        return None
+
+
+def _set_aside(prefix):
+    """Renames the files of a damaged checkpoint to `<prefix>.damaged[-N].*`; returns that."""
+    aside, n = prefix + ".damaged", 1
+    while tf.io.gfile.glob(aside + ".*"):
+        n += 1
+        aside = f"{prefix}.damaged-{n}"
+    for path in tf.io.gfile.glob(prefix + ".index") + tf.io.gfile.glob(prefix + ".data-*"):
+        tf.io.gfile.rename(path, aside + path[len(prefix) :])
+    logging.warning("Kept the files of the damaged checkpoint %s as %s.*", prefix, aside)
+    return aside
 
 
 class StopRequest:

@@ -12,6 +12,7 @@ from data.ner.labels import LABELS_FILE, read_label_file
 from data.tokenization.full_tokenizer import load_vocab
 from fileio.atomic import atomic_directory
 from modeling import tf1_checkpoint
+from modeling.checkpoint_files import open_checkpoint
 from modeling.conversion import SAVED_MODEL_CONFIG
 from modeling.layers import weights_from_checkpoint
 from serving.classifier import ClassifierExport
@@ -69,8 +70,10 @@ def _check_vocab(vocab_file, vocab_size):
 
 def _load(task, variable_map, prefix):
     """Assigns every variable of the export from the checkpoint, or says what does not fit."""
+    # Outside the mismatch hint below: a damaged file's sentence must stay the last line.
+    arrays = tf1_checkpoint.read_checkpoint(prefix)
     try:
-        tf1_checkpoint.assign_arrays(variable_map, tf1_checkpoint.read_checkpoint(prefix), prefix)
+        tf1_checkpoint.assign_arrays(variable_map, arrays, prefix)
     except ValueError as err:
         raise ValueError(
             f"{err}\n--task={task} reads a checkpoint written by {_TRAINED_BY[task]}; pass "
@@ -156,7 +159,7 @@ def _squad(run, bert_config, prefix):
 def _encoder(run, bert_config, prefix):
     # The `mlm` sub-object comes with the checkpoint's masked-LM head, when it has one (Google's
     # bert_model.ckpt and run_pretraining's checkpoints do; fine-tuned ones do not).
-    reader = tf1_checkpoint.checkpoint_reader(prefix)
+    reader = open_checkpoint(prefix)
     with_mlm = reader.has_tensor("cls/predictions/output_bias")
     task = PretrainingTask(bert_config)
     model = task.build_model()

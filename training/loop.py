@@ -118,10 +118,10 @@ class Trainer:
         return inference.make_predict_step(self.strategy, outputs, self.config.use_xla)
 
     def _restore_or_init(self):
-        latest = self.checkpointer.latest()
-        if latest:
-            # An existing checkpoint always wins over --init_checkpoint: this is a resume.
-            return self.checkpointer.restore(latest)
+        # An existing checkpoint always wins over --init_checkpoint: this is a resume.
+        step = self.checkpointer.restore_latest()
+        if step is not None:
+            return step
         if self.config.init_checkpoint:
             prefix = tf1_checkpoint.resolve_checkpoint_path(self.config.init_checkpoint)
             tf1_checkpoint.assign_arrays(

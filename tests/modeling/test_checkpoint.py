@@ -205,7 +205,7 @@ def test_mismatched_config_lists_every_problem(original_gelu):
 def test_missing_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="Checkpoint not found: .*nope/bert_model.ckpt"):
         tf1_checkpoint.resolve_checkpoint_path(str(tmp_path / "nope" / "bert_model.ckpt"))
-    with pytest.raises(ValueError, match="No checkpoint found in directory"):
+    with pytest.raises(ValueError, match="No checkpoint found in folder"):
         tf1_checkpoint.resolve_checkpoint_path(str(tmp_path))
 
 

@@ -102,6 +102,28 @@ def test_model_garden_tf2_checkpoints_come_back_bit_identical(original, model_ga
         assert config == original["config"]
 
 
+def test_model_garden_converter_output_path_is_read_as_given(original, model_garden, tmp_path):
+    # The converter was told output_path=.../encoder/ckpt and wrote ckpt-1.* and `checkpoint`.
+    given = model_garden / "encoder" / "ckpt"
+    assert not os.path.exists(str(given) + ".index")
+    result = run_in_repo(
+        [
+            sys.executable,
+            "convert_checkpoint.py",
+            f"--input_checkpoint={given}",
+            "--input_format=tf2",
+            f"--bert_config_file={original['config_file']}",
+            f"--output_dir={tmp_path / 'tf1'}",
+            "--output_format=tf1",
+        ],
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Reading checkpoint {given}-1 (for {given})" in result.stderr
+    arrays = tf1_checkpoint.read_checkpoint(str(tmp_path / "tf1" / "bert_model.ckpt"))
+    _assert_same(arrays, original["arrays"], ("bert/",))
+
+
 def test_model_garden_tfhub_encoder_comes_back_bit_identical(original, model_garden):
     config, arrays, vocab = conversion.read_weights(
         str(model_garden / "hub"), "tfhub", original["config_file"]

@@ -1,6 +1,7 @@
 """run_pretraining.py end to end on tiny data: learning, export, resume, signals, bad input."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,6 +83,79 @@ def test_resume_after_kill_equals_uninterrupted_run(data, tmp_path):
     assert sorted(a) == sorted(b)
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def _truncate(path, keep_fraction=0.5):
+    """Cuts a file short, as a file system that loses the end of a file on a lost machine."""
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[: int(len(data) * keep_fraction)])
+    return data[: int(len(data) * keep_fraction)]
+
+
+@pytest.fixture(scope="module")
+def ten_steps(data, tmp_path_factory):
+    """An uninterrupted 10-step run saving model.ckpt-5 and model.ckpt-10, and its flags."""
+    out = tmp_path_factory.mktemp("ten_steps")
+    steps = ["--num_train_steps=10", "--save_checkpoints_steps=5"]
+    result = run_in_repo(_pretrain_cmd(data, out / "full", *steps), timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out / "full", steps
+
+
+def _preempted_copy(full, target, damaged):
+    """output_dir as a run preempted just after saving model.ckpt-10 leaves it, with the
+    files in `damaged` (suffixes of model.ckpt-10) cut short."""
+    os.makedirs(target)
+    for name in os.listdir(full):
+        if name.startswith(("model.ckpt-", "checkpoint")):
+            shutil.copy(full / name, target / name)
+    return {s: _truncate(target / f"model.ckpt-10{s}") for s in damaged}
+
+
+def test_resume_skips_a_truncated_newest_checkpoint(data, ten_steps, tmp_path):
+    full, steps = ten_steps
+    out = tmp_path / "preempted"
+    cut = _preempted_copy(full, out, [".data-00000-of-00001"])
+    resumed = run_in_repo(_pretrain_cmd(data, out, *steps), timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    log = resumed.stderr
+    assert f"Skipping checkpoint {out / 'model.ckpt-10'}, which cannot be read: " in log
+    assert f"Resumed from {out / 'model.ckpt-5'} at step 5" in log
+    # Only the steps after model.ckpt-5 were trained again.
+    assert "step 5/10 " not in log and "step 6/10 " in log and "step 10/10 " in log
+    # The damaged files are kept, byte for byte, beside the new model.ckpt-10.
+    for suffix, content in cut.items():
+        assert (out / f"model.ckpt-10.damaged{suffix}").read_bytes() == content
+    assert tf1_checkpoint.read_checkpoint(str(out / "model.ckpt-10"))
+    a, b = _final_weights(full), _final_weights(out)
+    assert sorted(a) == sorted(b)
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], rtol=0, atol=1e-6, err_msg=name)
+
+
+def test_resume_with_no_readable_checkpoint_is_one_sentence(data, ten_steps, tmp_path):
+    full, steps = ten_steps
+    out = tmp_path / "preempted"
+    _preempted_copy(full, out, [".data-00000-of-00001"])
+    _truncate(out / "model.ckpt-5.index", 0.3)
+    before = {p: (out / p).read_bytes() for p in os.listdir(out)}
+    result = run_in_repo(_pretrain_cmd(data, out, *steps), timeout=600)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"run_pretraining.py: error: No checkpoint in output_dir {out} can be read to resume "
+        "from (see the warnings above): restore the model.ckpt-* files from a good copy, or "
+        "move them and the 'checkpoint' file out of it to start over."
+    )
+    for name, what in [
+        ("model.ckpt-10", "model.ckpt-10.data-00000-of-00001 is truncated"),
+        ("model.ckpt-5", "model.ckpt-5.index is damaged or truncated"),
+    ]:
+        assert f"Skipping checkpoint {out / name}, which cannot be read: {out / what}" in (
+            result.stderr
+        )
+    # Nothing deleted, overwritten or added (TensorBoard's folder aside).
+    assert {p: (out / p).read_bytes() for p in os.listdir(out) if p != "train"} == before
 
 
 def _eval_results(out):
