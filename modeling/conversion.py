@@ -20,7 +20,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from fileio.atomic import atomic_directory, write_atomically
+from fileio.atomic import atomic_directory, require_free_space, write_atomically
 from modeling import hf_export, keras_hub_format, model_garden, tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
@@ -311,6 +311,9 @@ def write_weights(
                 KERAS_PRETRAINER_FILE if isinstance(model, BertPretrainer) else KERAS_ENCODER_FILE
             )
             written = [os.path.join(temp, name)]
+            # The weights and HDF5's metadata (a few KiB per variable).
+            size = sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in model.weights)
+            require_free_space(temp, size + 4096 * len(model.weights), output_dir)
             model.save_weights(written[0])
         elif output_format == "hf":
             written = _write_hf(temp, config, arrays)
