@@ -7,10 +7,13 @@ import sys
 
 import pytest
 
+from data.glue.features import ClassifierFeatures
+from data.glue.records import classifier_dataset, write_classifier_tfrecord
 from data.records.input_pipeline import damaged_records_error
 from tests.helpers.pretraining_records import write_records
 from tests.helpers.scripts import REPO, run_in_repo
 from tests.helpers.tiny_config import write_tiny_config
+from training.fine_tuning import reading_own_records
 
 
 def _record_starts(path):
@@ -94,3 +97,17 @@ def test_run_pretraining_names_the_damaged_input(tmp_path, two_files):
         "leave it out of --input_file."
     )
     assert not [f for f in os.listdir(out) if f.startswith(("model.ckpt", "bert_model"))]
+
+
+def test_a_fine_tuning_run_names_its_own_damaged_records(tmp_path):
+    path = str(tmp_path / "eval.tf_record")
+    features = [ClassifierFeatures([i, i, i], [1] * 3, [0] * 3, i % 2, True) for i in range(30)]
+    write_classifier_tfrecord(features, path)
+    offset = _flip_byte(path, 17)
+    with pytest.raises(ValueError) as raised, reading_own_records(path):
+        for _ in classifier_dataset(path, 3, False, 8, False):
+            pass
+    assert str(raised.value) == (
+        f"{path} is damaged: the record at byte {offset} (after record 17) is corrupted; run the "
+        "command again to write it anew, and check the disk if it happens again."
+    )
