@@ -9,6 +9,12 @@ input, leaves the previous file (or none) under the final name, never a truncate
 * `atomic_prefix(prefix)`: a temporary prefix for writers of several `prefix.*` files (a
   TensorFlow checkpoint), renamed together.
 * `atomic_directory(path)`: a temporary directory for writers of a whole tree (a SavedModel).
+* `require_free_space(directory, nbytes, path)`: refuses early where a writer cannot fail
+  cleanly on a full disk (HDF5 crashes when it cannot write).
+
+A full disk while any of them writes (Python's OSError ENOSPC, or the error TensorFlow's writers
+raise: ResourceExhaustedError "...; No space left on device") becomes `fileio.errors.no_space_error`
+naming the final path, after the temporary files are removed.
 
 Paths are local, or URLs of a file system TensorFlow knows (gs://, s3://, hdfs://); TensorFlow is
 imported only for the latter.
@@ -19,6 +25,8 @@ import glob
 import os
 import shutil
 import uuid
+
+from fileio.errors import is_no_space, no_space_error
 
 
 def _is_remote(path):
@@ -69,11 +77,43 @@ def _remove_tree(path):
         shutil.rmtree(path)
 
 
+@contextlib.contextmanager
+def _full_disk_names(path):
+    """Turns a full disk inside the block into the project's sentence naming `path`."""
+    try:
+        yield
+    except Exception as err:  # noqa: BLE001 - only a full disk is translated; others re-raised
+        if is_no_space(err):
+            raise no_space_error(path) from err
+        raise
+
+
 def _move(source, target):
     if _is_remote(target):
         _gfile().rename(source, target, overwrite=True)
     else:
         os.replace(source, target)
+
+
+def require_free_space(directory, nbytes, path):
+    """Raises the full-disk error for `path` unless `directory` has room for `nbytes` more.
+
+    For writers that crash rather than raise when the disk fills up (h5py, through Keras'
+    `save_weights`, dies in its `close`); remote file systems are not checked.
+
+    Args:
+        directory: an existing local directory the file goes to.
+        nbytes: the least the file will take.
+        path: the final path, named in the error.
+
+    Raises:
+        UserError: there is not enough room.
+    """
+    if _is_remote(directory):
+        return
+    free = shutil.disk_usage(directory).free
+    if free < nbytes:
+        raise no_space_error(path, f"{nbytes} bytes needed, {free} free")
 
 
 @contextlib.contextmanager
@@ -90,8 +130,9 @@ def atomic_output(path):
     """
     temp = _temporary_name(path)
     try:
-        yield temp
-        _move(temp, path)
+        with _full_disk_names(path):
+            yield temp
+            _move(temp, path)
     finally:
         _remove_if_present(temp)
 
@@ -110,7 +151,8 @@ def atomic_prefix(prefix, last_suffix=None):
     """
     temp = _temporary_name(prefix)
     try:
-        yield temp
+        with _full_disk_names(prefix):
+            yield temp
         written = sorted(
             _matching(temp), key=lambda p: bool(last_suffix) and p.endswith(last_suffix)
         )
@@ -146,7 +188,8 @@ def atomic_directory(path, overwrite=False):
         )
     temp, old = _temporary_name(path), _temporary_name(path)
     try:
-        yield temp
+        with _full_disk_names(path):
+            yield temp
         if exists(path):
             _move(path, old)
         _move(temp, path)

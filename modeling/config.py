@@ -6,6 +6,7 @@ import json
 import tensorflow as tf
 
 from fileio.atomic import write_atomically
+from fileio.errors import UserError
 
 # The activations a config may name; "gelu" is the original release's tanh approximation and
 # "gelu_exact" the erf form (see modeling/activations.py).
@@ -86,26 +87,42 @@ class BertConfig:
         """Reads a `bert_config.json` (local path or any tf.io.gfile URL).
 
         Raises:
-            ValueError: if the file is missing or is not a JSON object.
+            ValueError: if the file is missing, damaged (empty, not UTF-8, not JSON, not an
+                object, no vocab_size) or holds a value no model can use (see `validate`).
         """
         if not tf.io.gfile.exists(json_file):
             raise ValueError(
                 f"bert_config file not found: {json_file}. Pass --bert_config_file pointing to "
                 "the bert_config.json that came with the checkpoint."
             )
-        with tf.io.gfile.GFile(json_file, "r") as reader:
-            text = reader.read()
+        with tf.io.gfile.GFile(json_file, "rb") as reader:
+            raw = reader.read()
+        fix = "restore the bert_config.json that came with the checkpoint"
+        if not raw.strip():
+            raise UserError(f"{json_file} is empty (damaged or truncated?): {fix}.")
         try:
-            data = json.loads(text)
+            data = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            raise UserError(
+                f"{json_file} is not UTF-8 text (byte {err.start}): it is damaged or not a "
+                f"bert_config.json; {fix}."
+            ) from None
         except json.JSONDecodeError as err:
-            raise ValueError(
+            raise UserError(
                 f"{json_file} is not valid JSON (line {err.lineno}, column {err.colno}: "
-                f"{err.msg}). It should hold one object such as "
-                '{"vocab_size": 30522, "hidden_size": 768, ...}.'
+                f"{err.msg}); if it is damaged or truncated, {fix}. It should hold one object "
+                'such as {"vocab_size": 30522, "hidden_size": 768, ...}.'
             ) from None
         if not isinstance(data, dict):
             raise ValueError(f"{json_file} must hold a JSON object, found {type(data).__name__}.")
-        return cls.from_dict(data)
+        if "vocab_size" not in data:
+            raise UserError(f'{json_file} has no "vocab_size" (truncated or not a config?): {fix}.')
+        config = cls.from_dict(data)
+        try:
+            return config.validate()
+        except ValueError as err:
+            # The same check as the model's, here where the file is known.
+            raise UserError(f"{json_file}: {str(err).removeprefix('bert_config: ')}") from None
 
     def to_dict(self):
         """Returns a deep copy of every field, extra keys included."""

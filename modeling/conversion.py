@@ -20,7 +20,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from fileio.atomic import atomic_directory, write_atomically
+from fileio.atomic import atomic_directory, require_free_space, write_atomically
+from fileio.errors import UserError
 from modeling import hf_export, keras_hub_format, model_garden, tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
@@ -134,7 +135,15 @@ def read_tfhub(export_dir, bert_config_file=None):
     """
     if not tf.saved_model.contains_saved_model(export_dir):
         raise ValueError(f"{export_dir} holds no SavedModel (saved_model.pb is missing).")
-    loaded = tf.saved_model.load(export_dir)
+    try:
+        loaded = tf.saved_model.load(export_dir)
+    except (OSError, IndexError, KeyError, tf.errors.OpError) as err:
+        # saved_model.pb unparsable (OSError), variables cut short (IndexError), an index
+        # or data file damaged (OpError: DataLoss, "too short to be an sstable", ...).
+        raise UserError(
+            f"{export_dir} is a damaged or truncated SavedModel ({_first_line(err)}): export or "
+            "download it again."
+        ) from None
     if not hasattr(loaded, "variables") or not callable(loaded):
         raise ValueError(
             f"{export_dir} is a SavedModel but not a TF Hub text encoder (no callable root with "
@@ -170,6 +179,23 @@ def read_tfhub(export_dir, bert_config_file=None):
     return BertConfig.from_json_file(bert_config_file), arrays, vocab
 
 
+def _first_line(err):
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__
+
+
+def _load_keras_weights(model, path):
+    """`model.load_weights(path)`, a damaged or truncated file named as such."""
+    try:
+        model.load_weights(path)
+    except (OSError, KeyError, RuntimeError) as err:
+        # h5py: "Unable to synchronously open file (truncated file: ...)", unreadable datasets.
+        raise UserError(
+            f"{path} is damaged or truncated ({_first_line(err)}): convert the checkpoint to "
+            "the keras format again."
+        ) from None
+
+
 def read_keras(input_dir):
     """Reads this project's Keras format (see module docstring)."""
     if not tf.io.gfile.isdir(input_dir):
@@ -179,13 +205,13 @@ def read_keras(input_dir):
     encoder_file = os.path.join(input_dir, KERAS_ENCODER_FILE)
     if tf.io.gfile.exists(pretrainer_file):
         model = BertPretrainer(config)
-        model.load_weights(pretrainer_file)
+        _load_keras_weights(model, pretrainer_file)
         names = tf1_checkpoint.build_variable_map(
             bert_model=model.bert, pretraining_heads=model.cls
         )
     elif tf.io.gfile.exists(encoder_file):
         model = BertModel(config)
-        model.load_weights(encoder_file)
+        _load_keras_weights(model, encoder_file)
         names = tf1_checkpoint.build_variable_map(bert_model=model)
     else:
         raise ValueError(
@@ -311,6 +337,9 @@ def write_weights(
                 KERAS_PRETRAINER_FILE if isinstance(model, BertPretrainer) else KERAS_ENCODER_FILE
             )
             written = [os.path.join(temp, name)]
+            # The weights and HDF5's metadata (a few KiB per variable).
+            size = sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in model.weights)
+            require_free_space(temp, size + 4096 * len(model.weights), output_dir)
             model.save_weights(written[0])
         elif output_format == "hf":
             written = _write_hf(temp, config, arrays)

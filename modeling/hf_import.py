@@ -13,6 +13,7 @@ import struct
 import numpy as np
 import tensorflow as tf
 
+from fileio.errors import UserError
 from modeling.config import BertConfig
 
 _SAFETENSORS_DTYPES = {
@@ -116,25 +117,44 @@ def read_safetensors(path):
         raise ValueError(f"safetensors file not found: {path}")
     with tf.io.gfile.GFile(path, "rb") as f:
         blob = f.read()
+
+    def damaged(what):
+        return UserError(
+            f"{path} is damaged or truncated ({what}): download it again, or re-save the model "
+            "with safe_serialization=True."
+        )
+
     if len(blob) < 8:
-        raise ValueError(f"{path} is not a safetensors file (only {len(blob)} bytes).")
+        raise damaged(f"only {len(blob)} bytes, not a safetensors file")
     (header_len,) = struct.unpack("<Q", blob[:8])
     if 8 + header_len > len(blob):
-        raise ValueError(f"{path} is not a safetensors file or is truncated (bad header length).")
+        raise damaged(f"its header says {header_len} bytes but the file has {len(blob)}")
     try:
         header = json.loads(blob[8 : 8 + header_len])
     except ValueError:
-        raise ValueError(f"{path} is not a safetensors file (header is not JSON).") from None
+        raise damaged("its header is not JSON") from None
+    if not isinstance(header, dict):
+        raise damaged("its header is not a JSON object")
     data = memoryview(blob)[8 + header_len :]
     tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        if info["dtype"] not in _SAFETENSORS_DTYPES:
-            raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}.")
-        dtype = np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<")
-        start, end = info["data_offsets"]
-        array = np.frombuffer(data[start:end], dtype=dtype).reshape(info["shape"])
+        try:
+            kind, shape, (start, end) = info["dtype"], info["shape"], info["data_offsets"]
+        except (KeyError, TypeError, ValueError):
+            raise damaged(f"the header entry of {name} is malformed") from None
+        if kind not in _SAFETENSORS_DTYPES:
+            raise ValueError(f"{path}: tensor {name} has unsupported dtype {kind}.")
+        dtype = np.dtype(_SAFETENSORS_DTYPES[kind]).newbyteorder("<")
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(data)):
+            raise damaged(f"tensor {name} ends at byte {end} of {len(data)} bytes of data")
+        try:
+            array = np.frombuffer(data[start:end], dtype=dtype).reshape(shape)
+        except (ValueError, TypeError):
+            raise damaged(
+                f"tensor {name} has {end - start} bytes, not the {shape} it claims"
+            ) from None
         tensors[name] = array.astype(dtype.newbyteorder("="))
     return tensors
 
@@ -233,11 +253,15 @@ def load_hf_model(model_dir):
                 f"{p} not found: an HF BERT folder needs config.json and model.safetensors "
                 "(pytorch_model.bin is not supported; re-save with safe_serialization=True)."
             )
-    with tf.io.gfile.GFile(config_path) as f:
-        try:
-            hf_config = json.load(f)
-        except ValueError as err:
-            raise ValueError(f"{config_path} is not valid JSON: {err}") from None
+    with tf.io.gfile.GFile(config_path, "rb") as f:
+        raw = f.read()
+    fix = "download the model's config.json again"
+    try:
+        hf_config = json.loads(raw)
+    except ValueError as err:
+        raise UserError(f"{config_path} is not valid JSON ({err}); if damaged, {fix}.") from None
+    if not isinstance(hf_config, dict) or "vocab_size" not in hf_config:
+        raise UserError(f'{config_path} holds no "vocab_size" (damaged or truncated?): {fix}.')
     config = config_from_hf(hf_config)
     arrays = hf_to_original_names(read_safetensors(weights_path))
     vocab = os.path.join(model_dir, "vocab.txt")

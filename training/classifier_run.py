@@ -116,9 +116,10 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
         # The fixed-shape path fills the last batch, as the original does on a TPU.
         filling = -len(examples) % batch_size if trainer.pad_inference else 0
         fine_tuning.log_inference_set(title, len(examples) + filling, padding + filling, batch_size)
-        return trainer.predict(
-            lambda batching: dataset(path, batch_size, False, 0, batching), len(examples)
-        )
+        with fine_tuning.reading_own_records(path):
+            return trainer.predict(
+                lambda batching: dataset(path, batch_size, False, 0, batching), len(examples)
+            )
 
     train_examples = processor.get_train_examples(run.data_dir) if run.do_train else []
     if run.do_train:
@@ -136,11 +137,12 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
     if run.do_train:
         path = write(train_examples, "train")
         logging.info("  Num examples = %d", len(train_examples))
-        trainer.train(
-            lambda skip, batching: dataset(
-                path, train_config.train_batch_size, True, skip, batching
+        with fine_tuning.reading_own_records(path):
+            trainer.train(
+                lambda skip, batching: dataset(
+                    path, train_config.train_batch_size, True, skip, batching
+                )
             )
-        )
 
     results = {}
     if run.do_eval:

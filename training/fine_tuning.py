@@ -10,6 +10,8 @@ import os
 
 from absl import logging
 
+from data.records.input_pipeline import naming_damaged_records
+
 
 def with_training_steps(train_config, num_examples, num_train_epochs, warmup_proportion):
     """Returns `train_config` with the original's step counts for `num_examples` examples.
@@ -32,6 +34,14 @@ def write_records(output_dir, name, write_fn, features, **options):
     path = os.path.join(output_dir, f"{name}.tf_record")
     write_fn(features, path, **options)
     return path
+
+
+def reading_own_records(path):
+    """A `with` block reading the run's own `path`: a damaged record there (the disk lost it
+    since this run wrote it) names the file instead of TensorFlow's op trace."""
+    return naming_damaged_records(
+        [path], "run the command again to write it anew, and check the disk if it happens again"
+    )
 
 
 def log_inference_set(title, num_examples, num_padding, batch_size):

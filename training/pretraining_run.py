@@ -11,6 +11,8 @@ from training.strategy import worker_output_dir
 from training.summaries import write_eval_results
 from training.tasks import PretrainingTask
 
+_REMEDY = "write it again with create_pretraining_data.py, or leave it out of --input_file"
+
 
 @dataclasses.dataclass
 class PretrainingRun:
@@ -47,7 +49,9 @@ def run_pretraining(run, bert_config, strategy, train_config):
     for path in files:
         logging.info("  %s", path)
     spec = input_pipeline.pretraining_feature_spec(run.max_seq_length, run.max_predictions_per_seq)
-    input_pipeline.check_record_lengths(files[0], spec)
+    damage = input_pipeline.naming_damaged_records(files, _REMEDY)
+    with damage:
+        input_pipeline.check_record_lengths(files[0], spec)
 
     def dataset(batch_size, is_training, skip, batching):
         return input_pipeline.pretraining_dataset(
@@ -61,7 +65,7 @@ def run_pretraining(run, bert_config, strategy, train_config):
             batching=batching,
         )
 
-    with worker_output_dir(strategy, run.output_dir) as output_dir:
+    with worker_output_dir(strategy, run.output_dir) as output_dir, damage:
         trainer = Trainer(PretrainingTask(bert_config), strategy, train_config)
         if run.do_train:
             trainer.train(

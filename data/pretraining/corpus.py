@@ -49,7 +49,9 @@ class Vocabulary:
         Raises:
           ValueError: If the file is missing, not UTF-8, or lacks [CLS], [SEP] or [MASK].
         """
-        token_to_id = dict(full_tokenizer.load_vocab(vocab_file))
+        token_to_id = dict(
+            full_tokenizer.require_tokens(full_tokenizer.load_vocab(vocab_file), vocab_file)
+        )
         missing = [token for token in _SPECIAL_TOKENS if token not in token_to_id]
         if missing:
             raise ValueError(

@@ -9,9 +9,13 @@ files and the seed) and cuts it into global batches of `batch_size`; a
 replicas, cut to a length bucket, sorted, padded to whole batches).
 """
 
+import re
+import struct
+
 import tensorflow as tf
 
 from data.records.batching import Batching, batch_examples, plain_map
+from fileio.errors import UserError
 
 
 def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
@@ -54,6 +58,78 @@ def check_record_lengths(path, feature_spec, producer="create_pretraining_data.p
                 )
         return
     raise ValueError(f"{path} holds no records.")
+
+
+def _records_before(path, offset):
+    """How many whole records of `path` start before byte `offset` (walking the headers)."""
+    count, position = 0, 0
+    with tf.io.gfile.GFile(path, "rb") as f:
+        while position < offset:
+            f.seek(position)
+            header = f.read(8)
+            if len(header) < 8:
+                break
+            # Each record: 8-byte length, 4-byte CRC of it, the data, 4-byte CRC of the data.
+            position += 16 + struct.unpack("<Q", header)[0]
+            count += 1 if position <= offset else 0
+    return count
+
+
+def _first_damage(path):
+    """TensorFlow's DataLossError reading `path` through, or None if it reads cleanly."""
+    try:
+        for _ in tf.data.TFRecordDataset([path], buffer_size=1 << 22).batch(4096):
+            pass
+    except tf.errors.DataLossError as err:
+        return err
+    return None
+
+
+def damaged_records_error(files, err, remedy="restore it from a good copy or write it again"):
+    """The `UserError` for a DataLossError `err` met while reading the TFRecord `files`.
+
+    Reads the files again, one at a time, to find the damaged one (only after the failure, so
+    reading costs nothing while the files are good), and says where in it the damage is.
+
+    Args:
+        files: the TFRecord paths the failed reader read.
+        err: the `tf.errors.DataLossError`.
+        remedy: what the user should do about the file.
+    """
+    for path in files:
+        found = _first_damage(path)
+        if found is None:
+            continue
+        text = str(found)
+        match = re.search(r"(corrupted|truncated) record at (\d+)", text)
+        if match is None:
+            return UserError(f"{path} is damaged ({text.strip()}): {remedy}.")
+        kind, offset = match.group(1), int(match.group(2))
+        state = "truncated" if kind == "truncated" else "damaged"
+        return UserError(
+            f"{path} is {state}: the record at byte {offset} (after record "
+            f"{_records_before(path, offset)}) is {'cut short' if state == 'truncated' else 'corrupted'}; "
+            f"{remedy}."
+        )
+    named = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    first = str(err).strip().splitlines()[0] if str(err).strip() else "data loss"
+    return UserError(f"A TFRecord file of {named} could not be read ({first}): {remedy}.")
+
+
+class naming_damaged_records:  # noqa: N801 - used as a function: `with naming_damaged_records(files):`
+    """Turns a DataLossError inside a `with` block (a reader of `files` met a damaged record)
+    into the `UserError` of `damaged_records_error`; reusable for several blocks."""
+
+    def __init__(self, files, remedy="restore it from a good copy or write it again"):
+        self.files, self.remedy = list(files), remedy
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, err, trace):
+        if isinstance(err, tf.errors.DataLossError):
+            raise damaged_records_error(self.files, err, self.remedy) from err
+        return False
 
 
 def _parsed_batches(records, feature_spec, batch_size, drop_remainder, batching, skip=0):

@@ -23,6 +23,7 @@ from data.tokenization.text_normalization import (
     _split_word,
     _strip_accents,
 )
+from fileio.errors import UserError
 from fileio.reading import is_dir, open_for_reading
 
 # Released checkpoints whose directory name reveals their casing.
@@ -148,8 +149,26 @@ def load_vocab(vocab_file):
         except UnicodeDecodeError as err:
             raise ValueError(
                 f"Vocabulary file {vocab_file!r}, line {index + 1}, is not valid UTF-8 "
-                f"({err.reason} at byte {err.start}). Save the vocabulary as UTF-8."
+                f"({err.reason} at byte {err.start}): the file is damaged or in another "
+                "encoding; restore the model's vocab.txt or save the vocabulary as UTF-8."
             ) from None
+    return vocab
+
+
+def require_tokens(vocab, vocab_file):
+    """Returns `vocab` (from `load_vocab(vocab_file)`), refusing an empty one.
+
+    `load_vocab` reads an empty file as the original does (no tokens); a tokenizer built on it
+    would fail on its first word with a bare KeyError.
+
+    Raises:
+      UserError: the file holds no tokens.
+    """
+    if not vocab:
+        raise UserError(
+            f"Vocabulary file {vocab_file!r} is empty (truncated or damaged?): pass the "
+            "vocab.txt that belongs to the model (one token per line)."
+        )
     return vocab
 
 
@@ -191,7 +210,7 @@ class FullTokenizer:
           do_lower_case: Whether to lower-case and strip accents; must match
             how the checkpoint was pre-trained.
         """
-        self.vocab = load_vocab(vocab_file)
+        self.vocab = require_tokens(load_vocab(vocab_file), vocab_file)
         self.inv_vocab = {index: token for token, index in self.vocab.items()}
         self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
