@@ -130,7 +130,8 @@ def test_create_pretraining_data(tmp_path):
     _refused("create_pretraining_data.py", args, out, message)
 
 
-def test_extract_features_of_an_empty_file(original_gelu, tmp_path):
+def test_extract_features_of_an_empty_file(tmp_path):
+    write_tiny_config(tmp_path / "bert_config.json")
     empty = tmp_path / "input.txt"
     empty.write_text("")
     out = tmp_path / "out.jsonl"
@@ -138,8 +139,9 @@ def test_extract_features_of_an_empty_file(original_gelu, tmp_path):
         f"--input_file={empty}",
         f"--output_file={out}",
         f"--vocab_file={VOCAB}",
-        f"--bert_config_file={original_gelu['config']}",
+        f"--bert_config_file={tmp_path / 'bert_config.json'}",
         "--init_checkpoint=unused",
+        "--layers=-1",
         "--max_seq_length=16",
     ]
     message = (
