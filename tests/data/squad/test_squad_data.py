@@ -447,3 +447,20 @@ def test_squad2_without_any_span_predicts_no_answer(tmp_path, tokenizer):
         assert json.load(f)["q"] == [
             {"text": "", "probability": 1.0, "start_logit": 5.0, "end_logit": -1.0}
         ]
+
+
+def test_a_skipped_answer_names_its_question(tmp_path, caplog):
+    context = "Ada Lovelace wrote the first program in 1843."
+    qas = [
+        {"id": "q-typo", "question": "When?", "answers": [{"text": "1844", "answer_start": 40}]},
+        {"id": "q-ok", "question": "Who?", "answers": [{"text": "Ada", "answer_start": 0}]},
+    ]
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps({"data": [{"paragraphs": [{"context": context, "qas": qas}]}]}))
+    with caplog.at_level(logging.WARNING, logger="absl"):
+        examples = read_squad_examples(str(path), is_training=True)
+    assert [e.qas_id for e in examples] == ["q-ok"]
+    assert [r.getMessage() for r in caplog.records if r.name == "absl"] == [
+        f"Could not find answer: '1843.' vs. '1844' (SQuAD file {path}, question 'q-typo'); "
+        "the question is skipped."
+    ]
