@@ -48,12 +48,12 @@ def check_record_lengths(paths, feature_spec, producer="create_pretraining_data.
             return
     if len(paths) == 1:
         raise UserError(
-            f"{paths[0]} holds no records: pass the --input_file that {producer} wrote into "
-            "(a run that found no text writes none)."
+            f"{paths[0]} holds no records: pass as --input_file the TFRecord files that "
+            f"{producer} wrote."
         )
     raise UserError(
         f"None of the {len(paths)} --input_file files holds a record ({paths[0]}, ...): pass "
-        f"the files that {producer} wrote into."
+        f"the TFRecord files that {producer} wrote."
     )
 
 

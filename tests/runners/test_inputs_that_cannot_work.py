@@ -100,8 +100,8 @@ def test_pretraining(data, tmp_path, case):
         records = tmp_path / "empty.tfrecord"
         records.write_bytes(b"")
         message = (
-            f"{records} holds no records: pass the --input_file that create_pretraining_data.py "
-            "wrote into (a run that found no text writes none)."
+            f"{records} holds no records: pass as --input_file the TFRecord files that "
+            "create_pretraining_data.py wrote."
         )
     out = tmp_path / "out"
     args = [
