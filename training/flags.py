@@ -184,8 +184,9 @@ def start_fine_tuning(flag_values):
         (bert_config, strategy, tokenizer).
 
     Raises:
-        ValueError: a size or setting that cannot work (`training.flag_rules`), a cased/uncased mismatch with a known Google checkpoint, none of
-            --do_train/--do_eval/--do_predict, or --max_seq_length beyond the model's positions.
+        ValueError: a size or setting that cannot work (`training.flag_rules`), a cased/uncased
+            mismatch with a known Google checkpoint, none of --do_train/--do_eval/--do_predict,
+            or --max_seq_length beyond the model's positions.
     """
     log_at_info(flag_values)
     check_flags(flag_values)
