@@ -23,6 +23,7 @@ from absl import flags
 
 from data.tokenization import vocab_builder
 from fileio.errors import run_command
+from training.flag_rules import check_flags
 from training.settings import log_at_info
 
 FLAGS = flags.FLAGS
@@ -59,6 +60,7 @@ flags.register_validator(
 
 def main(_):
     log_at_info(FLAGS)
+    check_flags(FLAGS)
     pad, unk, cls, sep, mask = (int(v) for v in FLAGS.special_token_ids)
     layout = vocab_builder.VocabLayout(pad, unk, cls, sep, mask, num_unused=FLAGS.num_unused)
     vocab_builder.build_vocab_file(

@@ -20,6 +20,7 @@ from absl import flags
 from data.pretraining.create import create_pretraining_data
 from data.pretraining.instances import PretrainingOptions
 from fileio.errors import run_command
+from training.flag_rules import check_flags
 from training.settings import log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS
@@ -56,6 +57,7 @@ flags.DEFINE_integer(
 
 def main(_):
     log_at_info(FLAGS)
+    check_flags(FLAGS)
     options = settings_from_flags(PretrainingOptions, FLAGS)
     create_pretraining_data(
         FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, options, FLAGS.num_workers

@@ -24,6 +24,7 @@ from absl import flags
 from fileio.errors import run_command
 from modeling.config import BertConfig
 from training.export_run import ExportRun, export_model
+from training.flag_rules import check_flags
 from training.flags import define_precision_flag
 from training.settings import log_at_info, settings_from_flags
 
@@ -82,7 +83,6 @@ flags.DEFINE_bool(
 
 def main(_):
     log_at_info(FLAGS)
-    bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
     lower_case = FLAGS.do_lower_case
     if lower_case is None:
         lower_case = FLAGS.task != "ner"
@@ -92,6 +92,8 @@ def main(_):
         "doc_stride": 128 if task == "squad" else 64,
     }
     given = {k: FLAGS[k].value if FLAGS[k].value is not None else v for k, v in defaults.items()}
+    check_flags(FLAGS, **given)
+    bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
     run = settings_from_flags(ExportRun, FLAGS, do_lower_case=lower_case, **given)
     export_model(run, bert_config)
 

@@ -22,6 +22,7 @@ from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
 from training.extraction_run import ExtractionRun, extract_features
+from training.flag_rules import check_flags
 from training.settings import log_at_info, settings_from_flags
 from training.strategy import create_strategy
 
@@ -66,10 +67,9 @@ def parse_layer_indexes(text, num_layers):
 
 def main(_):
     log_at_info(FLAGS)
+    check_flags(FLAGS)
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
     config.check_max_seq_length(FLAGS.max_seq_length)
-    if FLAGS.batch_size < 1:
-        raise ValueError(f"--batch_size must be at least 1, got {FLAGS.batch_size}.")
     layers = parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
     tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
     run = settings_from_flags(ExtractionRun, FLAGS, layers=layers)

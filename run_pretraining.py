@@ -25,6 +25,7 @@ from absl import flags
 from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
+from training.flag_rules import check_flags
 from training.pretraining_run import PretrainingRun, run_pretraining
 from training.settings import log_at_info, settings_from_flags
 
@@ -46,6 +47,7 @@ training_flags.define_training_flags()
 
 def main(_):
     log_at_info(FLAGS)
+    check_flags(FLAGS)
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise ValueError("At least one of `do_train` or `do_eval` must be True.")
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()

@@ -25,6 +25,7 @@ from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matche
 from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
+from training.flag_rules import check_flags
 from training.settings import log_at_info, settings_from_flags
 from training.squad_run import SquadRun, run_squad
 
@@ -64,16 +65,13 @@ def validate_flags_or_throw(bert_config):
         raise ValueError("If `do_train` is True, then `train_file` must be specified.")
     if (FLAGS.do_predict or FLAGS.do_eval) and not FLAGS.predict_file:
         raise ValueError("If `do_predict` is True, then `predict_file` must be specified.")
+    # max_seq_length > max_query_length + 3, the original's last check, is in check_flags.
     bert_config.check_max_seq_length(FLAGS.max_seq_length)
-    if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
-        raise ValueError(
-            f"The max_seq_length ({FLAGS.max_seq_length}) must be greater than "
-            f"max_query_length ({FLAGS.max_query_length}) + 3"
-        )
 
 
 def main(_):
     log_at_info(FLAGS)
+    check_flags(FLAGS)
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
     validate_flags_or_throw(bert_config)
     strategy = training_flags.strategy_from_flags(FLAGS)

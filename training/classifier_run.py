@@ -80,11 +80,27 @@ def run_classifier(run, bert_config, processor, tokenizer, strategy, train_confi
         strategy: a `tf.distribute.Strategy`.
         train_config: `TrainConfig` (steps and warmup are derived here from the data).
     """
+    # Every set is read (and an empty one refused) before output_dir is created.
+    sets = _read_sets(run, processor)
     with worker_output_dir(strategy, run.output_dir) as output_dir:
-        return _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_config)
+        return _run(
+            run, output_dir, bert_config, processor, tokenizer, strategy, train_config, sets
+        )
 
 
-def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_config):
+def _read_sets(run, processor):
+    """The examples of the requested sets: (train list, dev sets dict, test sets dict).
+
+    The processors refuse a set file without examples, naming it.
+    """
+    train = processor.get_train_examples(run.data_dir) if run.do_train else []
+    dev_sets = processor.get_dev_sets(run.data_dir) if run.do_eval else {}
+    test_sets = processor.get_test_sets(run.data_dir) if run.do_predict else {}
+    return train, dev_sets, test_sets
+
+
+def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_config, sets):
+    train_examples, dev_sets, test_sets = sets
     labels = processor.get_labels()
 
     def write(examples, name):
@@ -121,7 +137,6 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
                 lambda batching: dataset(path, batch_size, False, 0, batching), len(examples)
             )
 
-    train_examples = processor.get_train_examples(run.data_dir) if run.do_train else []
     if run.do_train:
         train_config = fine_tuning.with_training_steps(
             train_config, len(train_examples), run.num_train_epochs, run.warmup_proportion
@@ -146,7 +161,7 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
 
     results = {}
     if run.do_eval:
-        for index, (name, examples) in enumerate(processor.get_dev_sets(run.data_dir).items()):
+        for index, (name, examples) in enumerate(dev_sets.items()):
             path = write(examples, "eval" if index == 0 else name)
             outputs = predict(path, examples, f"evaluation on {name}", run.eval_batch_size)
             # MNLI's mismatched set reports under eval_mismatched_* beside the matched keys.
@@ -156,8 +171,7 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
         write_eval_results(output_dir, results)
 
     if run.do_predict:
-        test_sets = processor.get_test_sets(run.data_dir).items()
-        for index, (board_name, examples) in enumerate(test_sets):
+        for index, (board_name, examples) in enumerate(test_sets.items()):
             path = write(examples, "predict" if index == 0 else f"predict_{board_name}")
             outputs = predict(path, examples, f"prediction on {board_name}", run.predict_batch_size)
             predictions = outputs["predictions"][outputs["real"] > 0]

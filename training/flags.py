@@ -9,6 +9,7 @@ from absl import flags
 
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
 from modeling.config import BertConfig
+from training.flag_rules import check_flags
 from training.precision import PRECISIONS
 from training.settings import TrainConfig, log_at_info, settings_from_flags
 from training.strategy import STRATEGIES, create_strategy
@@ -201,10 +202,12 @@ def start_fine_tuning(flag_values):
         (bert_config, strategy, tokenizer).
 
     Raises:
-        ValueError: a cased/uncased mismatch with a known Google checkpoint, none of
-            --do_train/--do_eval/--do_predict, or --max_seq_length beyond the model's positions.
+        ValueError: a size or setting that cannot work (`training.flag_rules`), a cased/uncased
+            mismatch with a known Google checkpoint, none of --do_train/--do_eval/--do_predict,
+            or --max_seq_length beyond the model's positions.
     """
     log_at_info(flag_values)
+    check_flags(flag_values)
     validate_case_matches_checkpoint(flag_values.do_lower_case, flag_values.init_checkpoint)
     if not (flag_values.do_train or flag_values.do_eval or flag_values.do_predict):
         raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")

@@ -87,21 +87,24 @@ def run_ner(run, bert_config, tokenizer, strategy, train_config):
         strategy: a `tf.distribute.Strategy`.
         train_config: `TrainConfig` (steps and warmup are derived here from the data).
     """
-    with worker_output_dir(strategy, run.output_dir) as output_dir:
-        return _run(run, output_dir, bert_config, tokenizer, strategy, train_config)
-
-
-def _run(run, output_dir, bert_config, tokenizer, strategy, train_config):
-    # Every input is read and checked before training, so bad data fails in seconds.
+    # Every input is read and checked before training and before output_dir is created, so
+    # bad data fails in seconds and leaves nothing behind.
     path_of = {name: os.path.join(run.data_dir, f"{name}.txt") for name in ("train", "dev", "test")}
     train_file = read_conll(path_of["train"], tags="required") if run.do_train else None
     dev = read_conll(path_of["dev"], tags="required") if run.do_eval else None
     test = read_conll(path_of["test"], tags="optional") if run.do_predict else None
     labels = _label_list(run, train_file)
-    label_map = {label: index for index, label in enumerate(labels)}
     for conll_file in (train_file, dev):
         if conll_file is not None:
             ner_labels.check_tags_in_labels(conll_file, labels)
+    data = (train_file, dev, test, labels)
+    with worker_output_dir(strategy, run.output_dir) as output_dir:
+        return _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data)
+
+
+def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
+    train_file, dev, test, labels = data
+    label_map = {label: index for index, label in enumerate(labels)}
     ner_labels.write_label_file(os.path.join(output_dir, ner_labels.LABELS_FILE), labels)
 
     def windows_of(conll_file, title, with_labels):

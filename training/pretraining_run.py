@@ -42,7 +42,8 @@ def run_pretraining(run, bert_config, strategy, train_config):
         train_config: `TrainConfig`.
 
     Raises:
-        ValueError: if `run.input_file` matches no file or its records do not fit the lengths.
+        ValueError: if `run.input_file` matches no file, its files hold no record, or its
+            records do not fit the lengths.
     """
     files = expand_file_patterns(run.input_file)
     logging.info("*** Input Files ***")
@@ -50,8 +51,9 @@ def run_pretraining(run, bert_config, strategy, train_config):
         logging.info("  %s", path)
     spec = input_pipeline.pretraining_feature_spec(run.max_seq_length, run.max_predictions_per_seq)
     damage = input_pipeline.naming_damaged_records(files, _REMEDY)
+    # Before output_dir is created: files without a record are refused here.
     with damage:
-        input_pipeline.check_record_lengths(files[0], spec)
+        input_pipeline.check_record_lengths(files, spec)
 
     def dataset(batch_size, is_training, skip, batching):
         return input_pipeline.pretraining_dataset(

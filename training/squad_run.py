@@ -13,6 +13,7 @@ from data.squad.examples import read_squad_examples
 from data.squad.features import convert_examples_to_features
 from data.squad.records import squad_dataset, write_squad_tfrecord
 from fileio.atomic import write_atomically
+from fileio.errors import UserError
 from training import fine_tuning
 from training.loop import Trainer
 from training.strategy import worker_output_dir
@@ -80,6 +81,8 @@ def run_squad(run, bert_config, tokenizer, strategy, train_config):
         strategy: a `tf.distribute.Strategy`.
         train_config: `TrainConfig` (steps and warmup are derived here from the data).
     """
+    # Both files are read (and refused if they yield nothing) before output_dir is created.
+    examples = _read_examples(run)
     with worker_output_dir(strategy, run.output_dir) as output_dir:
         # Files go to this worker's directory; checkpoints follow train_config.output_dir.
         return _run(
@@ -88,14 +91,40 @@ def run_squad(run, bert_config, tokenizer, strategy, train_config):
             tokenizer,
             strategy,
             train_config,
+            examples,
         )
 
 
-def _run(run, bert_config, tokenizer, strategy, train_config):
-    train_examples = []
+def _read_examples(run):
+    """(training examples, shuffled as the original; prediction examples) of the run.
+
+    Raises:
+        UserError: naming the file if a requested set has no example (for training: none whose
+            answer text was found at its answer_start).
+    """
+    train_examples, predict_examples = [], []
     if run.do_train:
         train_examples = read_squad_examples(run.train_file, True, run.version_2_with_negative)
+        if not train_examples:
+            raise UserError(
+                f"--train_file={run.train_file} yields no training example: it holds no "
+                "question, or no answer text was found at its answer_start (see the 'Could not "
+                "find answer' warnings above); pass a SQuAD training file such as train-v1.1.json."
+            )
         random.Random(_EXAMPLE_SHUFFLE_SEED).shuffle(train_examples)
+    if run.do_predict or run.do_eval:
+        predict_examples = read_squad_examples(run.predict_file, False, run.version_2_with_negative)
+        if not predict_examples:
+            raise UserError(
+                f"--predict_file={run.predict_file} holds no question to answer; pass a SQuAD "
+                "file such as dev-v1.1.json."
+            )
+    return train_examples, predict_examples
+
+
+def _run(run, bert_config, tokenizer, strategy, train_config, examples):
+    train_examples, examples = examples
+    if run.do_train:
         # Counted in examples, not features, as the original: features outnumber examples.
         train_config = fine_tuning.with_training_steps(
             train_config, len(train_examples), run.num_train_epochs, run.warmup_proportion
@@ -121,7 +150,6 @@ def _run(run, bert_config, tokenizer, strategy, train_config):
 
     if not (run.do_predict or run.do_eval):
         return {}
-    examples = read_squad_examples(run.predict_file, False, run.version_2_with_negative)
     features, path = _write_features(run, examples, tokenizer, "eval", False)
     logging.info("***** Running predictions *****")
     logging.info("  Num orig examples = %d", len(examples))

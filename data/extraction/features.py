@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from data.tokenization.full_tokenizer import convert_to_unicode
 from data.tokenization.packing import log_features, pack_tokens
+from fileio.errors import UserError
 
 # Greedy on the left, so the last " ||| " splits a line, as in the original.
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
@@ -23,7 +24,7 @@ def read_examples(input_file):
         list of (unique_id, text_a, text_b or None).
 
     Raises:
-        ValueError: if the file does not exist.
+        ValueError: if the file does not exist or has no line.
     """
     if not tf.io.gfile.exists(input_file):
         raise ValueError(f"--input_file not found: {input_file}")
@@ -36,6 +37,11 @@ def read_examples(input_file):
                 examples.append((unique_id, match.group(1), match.group(2)))
             else:
                 examples.append((unique_id, line, None))
+    if not examples:
+        raise UserError(
+            f"--input_file={input_file} is empty: write one example per line ('text_a' or "
+            "'text_a ||| text_b')."
+        )
     return examples
 
 

@@ -31,13 +31,37 @@ def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
     }
 
 
-def check_record_lengths(path, feature_spec, producer="create_pretraining_data.py"):
-    """Reads the first record of `path` and checks every fixed-length feature against the spec,
-    so that a mismatch is one clear error rather than a shape failure deep inside TF.
+def check_record_lengths(paths, feature_spec, producer="create_pretraining_data.py"):
+    """Reads the first record of `paths` and checks every fixed-length feature against the spec,
+    so that a mismatch is one clear error rather than a shape failure deep inside TF, and no
+    record at all is one clear error rather than an empty input pipeline.
+
+    Args:
+        paths: a TFRecord file, or a list of them (empty ones are passed over).
+        feature_spec: `{name: tf.io.FixedLenFeature}` of the records.
+        producer: the program that writes such records, for the message.
 
     Raises:
-        ValueError: naming the file, the feature, both lengths and the flag to fix.
+        ValueError: naming the file, the feature, both lengths and the flag to fix; or, if no
+            file holds a record, naming the files.
     """
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    for path in paths:
+        if _check_first_record(path, feature_spec, producer):
+            return
+    if len(paths) == 1:
+        raise UserError(
+            f"{paths[0]} holds no records: pass as --input_file the TFRecord files that "
+            f"{producer} wrote."
+        )
+    raise UserError(
+        f"None of the {len(paths)} --input_file files holds a record ({paths[0]}, ...): pass "
+        f"the TFRecord files that {producer} wrote."
+    )
+
+
+def _check_first_record(path, feature_spec, producer):
+    """Checks the first record of `path` (see `check_record_lengths`); False if it has none."""
     for raw in tf.data.TFRecordDataset([path]).take(1):
         example = tf.train.Example.FromString(raw.numpy())
         for name, spec in feature_spec.items():
@@ -56,8 +80,8 @@ def check_record_lengths(path, feature_spec, producer="create_pretraining_data.p
                     f"{path}: feature {name!r} has length {length} but the flags expect "
                     f"{spec.shape[0]}; pass the --{flag} that {producer} used."
                 )
-        return
-    raise ValueError(f"{path} holds no records.")
+        return True
+    return False
 
 
 def _records_before(path, offset):

@@ -126,7 +126,13 @@ def _read_question(qa, words, is_training, with_negative, where):
     actual_text = " ".join(doc_tokens[first : last + 1])
     cleaned_answer_text = " ".join(whitespace_tokenize(text))
     if cleaned_answer_text not in actual_text:
-        logging.warning("Could not find answer: '%s' vs. '%s'", actual_text, cleaned_answer_text)
+        # The original's warning, then which question is skipped.
+        logging.warning(
+            "Could not find answer: '%s' vs. '%s' (%s); the question is skipped.",
+            actual_text,
+            cleaned_answer_text,
+            where,
+        )
         return None
     example.orig_answer_text = text
     example.start_position, example.end_position = first, last
@@ -139,7 +145,8 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
     Contexts are split into words on space, tab, CR, LF and U+202F only. For training, each
     question must have exactly one answer (or, with `version_2_with_negative`, be marked
     `is_impossible`); the answer's characters are mapped to words, and a question whose answer
-    text is not found in those words is logged ("Could not find answer") and skipped. The
+    text is not found in those words is logged ("Could not find answer", with the file and the
+    question id) and skipped. The
     examples keep the file's order (shuffling for training is the caller's choice).
 
     Args:

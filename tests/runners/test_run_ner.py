@@ -33,6 +33,8 @@ def _run(minilm_tf1, out, *extra, data_dir=CONLL):
         # MiniLM is uncased.
         "--do_lower_case=true",
         "--max_seq_length=64",
+        # Smaller than the 62-piece window (the default 64 is for --max_seq_length=128).
+        "--doc_stride=32",
         "--train_batch_size=16",
         "--eval_batch_size=32",
         "--predict_batch_size=32",

@@ -9,7 +9,12 @@ import pytest
 
 from data.glue.features import ClassifierFeatures
 from data.glue.records import classifier_dataset, write_classifier_tfrecord
-from data.records.input_pipeline import Batching, pretraining_dataset
+from data.records.input_pipeline import (
+    Batching,
+    check_record_lengths,
+    pretraining_dataset,
+    pretraining_feature_spec,
+)
 from tests.helpers.pretraining_records import write_records
 
 
@@ -187,3 +192,17 @@ def test_batches_cut_to_their_bucket(tmp_path, fine, step):
     for batch in classifier_dataset(path, 128, False, 4, False, batching=batching):
         longest = int(batch["input_mask"].numpy().sum(1).max())
         assert batch["input_ids"].shape[1] == min(128, -(-longest // step) * step)
+
+
+def test_record_check_passes_over_empty_files_and_refuses_when_all_are(tmp_path):
+    spec = pretraining_feature_spec(32, 5)
+    empty, other = tmp_path / "empty.tfrecord", tmp_path / "other.tfrecord"
+    empty.write_bytes(b"")
+    other.write_bytes(b"")
+    full = tmp_path / "full.tfrecord"
+    write_records(full, num_examples=2)
+    check_record_lengths([str(empty), str(full)], spec)
+    with pytest.raises(ValueError, match="feature 'input_ids' has length 32 but the flags expect"):
+        check_record_lengths([str(empty), str(full)], pretraining_feature_spec(64, 5))
+    with pytest.raises(ValueError, match=r"None of the 2 --input_file files holds a record"):
+        check_record_lengths([str(empty), str(other)], spec)

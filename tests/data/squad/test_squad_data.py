@@ -10,6 +10,7 @@ byte, on seeded random logits) must match.
 import json
 import logging
 import os
+import re
 
 import numpy as np
 import pytest
@@ -159,8 +160,13 @@ def original(tmp_path_factory, tokenizer):
     return result
 
 
+# What this project adds to the original's "Could not find answer" warning: the question.
+_SKIPPED_QUESTION = re.compile(r" \(SQuAD file .*, question '[^']*'\); the question is skipped\.$")
+
+
 def _absl_messages(caplog):
-    return [r.getMessage() for r in caplog.records if r.name == "absl"]
+    """The absl log lines, as the original writes them (without the skipped question's id)."""
+    return [_SKIPPED_QUESTION.sub("", r.getMessage()) for r in caplog.records if r.name == "absl"]
 
 
 def _example_row(e):
@@ -441,3 +447,20 @@ def test_squad2_without_any_span_predicts_no_answer(tmp_path, tokenizer):
         assert json.load(f)["q"] == [
             {"text": "", "probability": 1.0, "start_logit": 5.0, "end_logit": -1.0}
         ]
+
+
+def test_a_skipped_answer_names_its_question(tmp_path, caplog):
+    context = "Ada Lovelace wrote the first program in 1843."
+    qas = [
+        {"id": "q-typo", "question": "When?", "answers": [{"text": "1844", "answer_start": 40}]},
+        {"id": "q-ok", "question": "Who?", "answers": [{"text": "Ada", "answer_start": 0}]},
+    ]
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps({"data": [{"paragraphs": [{"context": context, "qas": qas}]}]}))
+    with caplog.at_level(logging.WARNING, logger="absl"):
+        examples = read_squad_examples(str(path), is_training=True)
+    assert [e.qas_id for e in examples] == ["q-ok"]
+    assert [r.getMessage() for r in caplog.records if r.name == "absl"] == [
+        f"Could not find answer: '1843.' vs. '1844' (SQuAD file {path}, question 'q-typo'); "
+        "the question is skipped."
+    ]
