@@ -304,7 +304,7 @@ def _reason(err):
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
     for line in lines:
         if re.search(r"aborted by|timed out|heartbeat", line, re.I):
-            return line.rstrip(".:")
+            return line.partition("aborted by: ")[2].rstrip(".:") or line.rstrip(".:")
     return lines[0].rstrip(".:") if lines else type(err).__name__
 
 
@@ -313,8 +313,11 @@ def failed_peers(err, config):
     none (it often does not: the survivor's collective only sees its ring broken)."""
     own = (config["task"]["type"], config["task"].get("index", 0))
     cluster = config["cluster"]
+    text = str(err)
+    # A heartbeat failure lists the unhealthy tasks after the task that reported it.
+    text = text.partition("stopped sending heartbeats")[2] or text
     named = []
-    for job, index in _TASK_NAME.findall(str(err)):
+    for job, index in _TASK_NAME.findall(text):
         task = (job, int(index))
         if task != own and task not in named and task[1] < len(cluster.get(job, [])):
             named.append(task)

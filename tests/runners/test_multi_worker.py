@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -253,38 +254,64 @@ def _files(directory):
     }
 
 
-@pytest.mark.parametrize("victim", [0, 1], ids=["chief_killed", "worker_killed"])
-def test_a_worker_killed_mid_run_stops_the_other_with_the_checkpoint_to_resume(
-    data, tmp_path, victim
+@pytest.mark.parametrize(
+    "victim,fault",
+    [(0, "killed"), (1, "killed"), (1, "stuck")],
+    ids=["chief_killed", "worker_killed", "worker_stuck"],
+)
+def test_a_worker_lost_mid_run_stops_the_other_with_the_checkpoint_to_resume(
+    data, tmp_path, victim, fault
 ):
+    """SIGKILL: the dead process's connections close. "stuck": SIGSTOP, a process that
+    neither answers nor dies, which --collective_timeout stops before TensorFlow's heartbeat
+    timeout (about 10 s) would."""
     ports = _free_ports(2)
     out = tmp_path / "out"
     # The config the `pretrained` fixture writes, for this test alone.
     write_tiny_config(
         data / "no_dropout.json", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
     )
-    cmd = _pretrain_cmd(data, out, "--save_checkpoints_steps=5", "--num_train_steps=100000")
+    cmd = _pretrain_cmd(
+        data,
+        out,
+        "--save_checkpoints_steps=5",
+        "--num_train_steps=100000",
+        *(["--collective_timeout=5"] if fault == "stuck" else []),
+    )
     procs = _start_workers(cmd, tmp_path, ports=ports)
-    deadline = time.time() + 300
-    while not (out / "model.ckpt-5.index").exists():
-        ended = [p.communicate()[1][-3000:] for p in procs if p.poll() is not None]
-        assert time.time() < deadline and not ended, ended
-        time.sleep(0.05)
-    procs[victim].kill()
-    procs[victim].wait()
-    killed_at = time.time()
-    left = _files(out)
-    survivor = procs[1 - victim]
-    _, err = survivor.communicate(timeout=120)
-    stopped_after = time.time() - killed_at
+    try:
+        deadline = time.time() + 300
+        while not (out / "model.ckpt-5.index").exists():
+            ended = [p.communicate()[1][-3000:] for p in procs if p.poll() is not None]
+            assert time.time() < deadline and not ended, ended
+            time.sleep(0.05)
+        if fault == "killed":
+            procs[victim].kill()
+            procs[victim].wait()
+        else:
+            procs[victim].send_signal(signal.SIGSTOP)
+        lost_at = time.time()
+        left = _files(out)
+        survivor = procs[1 - victim]
+        _, err = survivor.communicate(timeout=120)
+        stopped_after = time.time() - lost_at
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
     assert survivor.returncode == 1, err[-3000:]
-    # A dead process closes its connections: the survivor's next collective fails at once.
+    # The survivor's next collective fails at once, or after --collective_timeout.
     assert stopped_after < 30
     steps = [int(re.search(r"ckpt-(\d+)", p).group(1)) for p in glob.glob(f"{out}/*.index")]
+    what = (
+        "failed or cannot be reached ("
+        if fault == "killed"
+        else "did not answer within --collective_timeout ("
+    )
     last = err.rstrip("\n").splitlines()[-1]
     assert last.startswith(
         f"run_pretraining.py: error: Worker 127.0.0.1:{ports[victim]} (worker {victim}) of the "
-        "multi-worker cluster failed or cannot be reached ("
+        f"multi-worker cluster {what}"
     ), last
     assert last.endswith(
         f"); the last checkpoint in {out} is step {max(steps)}: run every worker's command "

@@ -31,7 +31,7 @@ def test_the_peer_named_by_the_error_the_last_checkpoint_and_what_to_do(tmp_path
     assert isinstance(error, UserError)
     assert str(error) == (
         "Worker 10.0.0.3:2222 (worker 2) of the multi-worker cluster failed or cannot be "
-        "reached (Collective ops is aborted by: recvmsg:Connection reset by peer); the last "
+        "reached (recvmsg:Connection reset by peer); the last "
         f"checkpoint in {tmp_path} is step 10: run every worker's command again to resume "
         "from it."
     )
@@ -39,10 +39,11 @@ def test_the_peer_named_by_the_error_the_last_checkpoint_and_what_to_do(tmp_path
 
 def test_a_peer_without_heartbeats():
     text = (
-        "Collective ops is aborted by: Error reported from /job:worker/task:0: The following "
+        "Collective ops is aborted by: Error reported from /job:worker/task:2: The following "
         "tasks are unhealthy (stopped sending heartbeats):\n/job:worker/replica:0/task:1\n"
     )
     err = tf.errors.UnavailableError(None, None, text)
+    # Worker 2 reported it; worker 1 failed.
     assert failed_peers(err, _config(0)) == ["10.0.0.2:2222 (worker 1)"]
 
 
