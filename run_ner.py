@@ -12,8 +12,9 @@ piece of each word tagged, maximal document context):
         --num_train_epochs=3.0 --output_dir=/tmp/ner_output/
 
 $NER_DIR holds train.txt, dev.txt and test.txt. It writes eval_results.txt (conlleval's entity
-precision, recall and F1), eval_predictions.txt and test_predictions.txt (every input line with
-the predicted tag appended: `perl conlleval.pl < eval_predictions.txt` scores it).
+precision, recall and F1), eval_predictions.txt and test_predictions.txt (every input line, its
+columns one space apart whether the input used spaces or tabs, with the predicted tag appended:
+`perl conlleval.pl < eval_predictions.txt` scores it).
 """
 
 import os

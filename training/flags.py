@@ -126,6 +126,15 @@ def define_training_flags():
         300.0,
         "Seconds a worker of --strategy=multi_worker_mirrored waits for the others in TF_CONFIG.",
     )
+    flags.DEFINE_float(
+        "collective_timeout",
+        None,
+        "Seconds a worker of --strategy=multi_worker_mirrored waits in one collective step for "
+        "the others before stopping (default: no limit). A worker that dies, stops or loses "
+        "its host stops the others without it, within TensorFlow's heartbeat timeout (about "
+        "10 s); this limit also stops a worker stuck in its own work. Keep it above the "
+        "longest checkpoint save and evaluation.",
+    )
     flags.DEFINE_bool(
         "pad_to_max_seq_length",
         False,
@@ -164,6 +173,7 @@ def strategy_from_flags(flag_values):
         gcp_project=flag_values.gcp_project,
         num_tpu_cores=flag_values.num_tpu_cores if flag_values["num_tpu_cores"].present else None,
         multi_worker_timeout=flag_values.multi_worker_timeout,
+        collective_timeout=flag_values.collective_timeout,
     )
 
 

@@ -61,6 +61,40 @@ class ConllFile:
     has_tags: bool
 
 
+def split_columns(line):
+    """The columns of a token line: split at every run of spaces and tabs (as conlleval.pl
+    splits its input at spaces), so no column holds a blank."""
+    return _COLUMN_SEPARATOR.split(line.strip(" \t"))
+
+
+def _spaced_tab_column(line):
+    """The first tab-separated column of `line` with a space inside, or None."""
+    if "\t" not in line:
+        return None
+    for field in line.strip(" \t").split("\t"):
+        if " " in field.strip(" "):
+            return field.strip(" ")
+    return None
+
+
+def _column_count_message(path, lines, index, count, first):
+    """Why line `index` has `count` columns where line `first` has another number."""
+    where = f"{path}, line {index + 1}: {count} columns where line {first + 1} has "
+    where += f"{len(split_columns(lines[first]))}."
+    for line_index in (index, first):
+        field = _spaced_tab_column(lines[line_index])
+        if field is not None:
+            return (
+                f"{where} Line {line_index + 1}'s tab-separated column {field!r} holds a space, "
+                "and columns are split at spaces as well as tabs (conlleval.pl reads them so); "
+                f"write it without spaces (e.g. {field.replace(' ', '_')!r})."
+            )
+    return (
+        f"{where} Every token line of a CoNLL file has the same columns (token first, tag last, "
+        "separated by spaces or tabs)."
+    )
+
+
 def is_iob_tag(tag):
     """Whether `tag` is `O`, `B-TYPE`, `I-TYPE`, `B` or `I`."""
     return bool(_IOB_TAG.match(tag))
@@ -144,7 +178,7 @@ def read_conll(path, tags):
         if not line.strip(" \t"):
             rows.append(None)
             continue
-        columns = _COLUMN_SEPARATOR.split(line.strip(" \t"))
+        columns = split_columns(line)
         if columns[0] == DOCSTART:
             rows.append(DOCSTART)
             continue
@@ -160,9 +194,7 @@ def read_conll(path, tags):
             columns_seen = (len(columns), index)
         elif len(columns) != columns_seen[0]:
             raise ValueError(
-                f"{path}, line {index + 1}: {len(columns)} columns where line "
-                f"{columns_seen[1] + 1} has {columns_seen[0]}. Every token line of a CoNLL file "
-                "has the same columns (token first, tag last, separated by spaces or tabs)."
+                _column_count_message(path, lines, index, len(columns), columns_seen[1])
             )
         rows.append((index, columns))
 

@@ -1,12 +1,14 @@
 """Prediction files: the input file line for line, the predicted tag appended as a last column.
 
-Blank lines stay blank and `-DOCSTART-` lines get `O`, so every non-blank line has the same
-number of columns and conlleval.pl reads an evaluation file as it is (`gold predicted` as the
-last two columns). The new column is separated like the line's own columns (a tab when the
-line uses tabs; conlleval.pl then needs `-d "\\t"`).
+The layout conlleval.pl reads with its default settings (`perl conlleval.pl < file`): each
+token line is the input line's columns, one space apart, then the predicted tag, so that an
+evaluation file ends in `gold predicted`. Tabs and runs of blanks between the input's columns
+become single spaces (the columns are the ones `data.ner.conll` reads, split at spaces and
+tabs; none holds a blank). Blank lines stay blank and `-DOCSTART-` lines get `O`, so every
+non-blank line has the same number of columns.
 """
 
-from data.ner.conll import DOCSTART
+from data.ner.conll import DOCSTART, split_columns
 from fileio.atomic import write_atomically
 
 
@@ -29,13 +31,12 @@ def format_predictions(conll_file, word_tags):
             tag_of_line[word.line] = word_tags[key]
     out = []
     for index, line in enumerate(conll_file.lines):
-        content = line.strip(" \t")
-        if not content:
+        if not line.strip(" \t"):
             out.append("")
             continue
-        separator = "\t" if "\t" in content else " "
-        tag = "O" if content.split()[0] == DOCSTART else tag_of_line[index]
-        out.append(f"{content}{separator}{tag}")
+        columns = split_columns(line)
+        tag = "O" if columns[0] == DOCSTART else tag_of_line[index]
+        out.append(" ".join([*columns, tag]))
     return "".join(f"{line}\n" for line in out)
 
 

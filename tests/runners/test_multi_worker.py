@@ -1,10 +1,13 @@
 """The runners as two worker processes on localhost (TF_CONFIG), against one-device runs of the
 same commands: the same weights and results, files written by the chief only, resume after
-both workers are killed, a clear error when a worker never comes, and
+both workers are killed, a clear error when a worker never comes or dies during the run, and
 scripts/run_pretraining_multiworker.sh."""
 
+import glob
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -241,3 +244,81 @@ def test_missing_worker_fails_with_its_address(data, tmp_path):
     assert f"127.0.0.1:{ports[1]} did not answer within 3 s" in err
     assert "TF_CONFIG=" in err
     assert not (tmp_path / "out").exists()
+
+
+def _files(directory):
+    return {
+        os.path.relpath(path, directory): (os.path.getsize(path), os.path.getmtime(path))
+        for path in glob.glob(os.path.join(directory, "**"), recursive=True)
+        if os.path.isfile(path)
+    }
+
+
+@pytest.mark.parametrize(
+    "victim,fault",
+    [(0, "killed"), (1, "killed"), (1, "stuck")],
+    ids=["chief_killed", "worker_killed", "worker_stuck"],
+)
+def test_a_worker_lost_mid_run_stops_the_other_with_the_checkpoint_to_resume(
+    data, tmp_path, victim, fault
+):
+    """SIGKILL: the dead process's connections close. "stuck": SIGSTOP, a process that
+    neither answers nor dies, which --collective_timeout stops before TensorFlow's heartbeat
+    timeout (about 10 s) would."""
+    ports = _free_ports(2)
+    out = tmp_path / "out"
+    # The config the `pretrained` fixture writes, for this test alone.
+    write_tiny_config(
+        data / "no_dropout.json", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+    )
+    cmd = _pretrain_cmd(
+        data,
+        out,
+        "--save_checkpoints_steps=5",
+        "--num_train_steps=100000",
+        *(["--collective_timeout=5"] if fault == "stuck" else []),
+    )
+    procs = _start_workers(cmd, tmp_path, ports=ports)
+    try:
+        deadline = time.time() + 300
+        while not (out / "model.ckpt-5.index").exists():
+            ended = [p.communicate()[1][-3000:] for p in procs if p.poll() is not None]
+            assert time.time() < deadline and not ended, ended
+            time.sleep(0.05)
+        if fault == "killed":
+            procs[victim].kill()
+            procs[victim].wait()
+        else:
+            procs[victim].send_signal(signal.SIGSTOP)
+        lost_at = time.time()
+        left = _files(out)
+        survivor = procs[1 - victim]
+        _, err = survivor.communicate(timeout=120)
+        stopped_after = time.time() - lost_at
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    assert survivor.returncode == 1, err[-3000:]
+    # The survivor's next collective fails at once, or after --collective_timeout.
+    assert stopped_after < 30
+    steps = [int(re.search(r"ckpt-(\d+)", p).group(1)) for p in glob.glob(f"{out}/*.index")]
+    what = (
+        "failed or cannot be reached ("
+        if fault == "killed"
+        else "did not answer within --collective_timeout ("
+    )
+    last = err.rstrip("\n").splitlines()[-1]
+    assert last.startswith(
+        f"run_pretraining.py: error: Worker 127.0.0.1:{ports[victim]} (worker {victim}) of the "
+        f"multi-worker cluster {what}"
+    ), last
+    assert last.endswith(
+        f"); the last checkpoint in {out} is step {max(steps)}: run every worker's command "
+        "again to resume from it."
+    ), last
+    if victim == 0:
+        # The chief alone writes to --output_dir: the other worker changed nothing there, and
+        # its scratch copies of the run's files went away with it.
+        assert _files(out) == left
+        assert glob.glob(str(tmp_path / "tmp1" / "bert-worker-*")) == []

@@ -16,6 +16,7 @@ from modeling import tf1_checkpoint
 from modeling.config import BertConfig
 from tests.helpers.paths import REPO, TESTDATA
 from tests.helpers.scripts import run_in_repo
+from tests.helpers.tiny_config import write_tiny_config
 from training.tasks import NerTask
 
 CONLL = os.path.join(TESTDATA, "conll2003")
@@ -67,8 +68,10 @@ def _check_aligned(input_path, predictions_path, labels):
                 gold.append([])
                 predicted.append([])
             continue
-        assert out.startswith(line + " ")
-        tag = out[len(line) + 1 :]
+        # conlleval.pl's layout: the line's columns one space apart, then the predicted tag.
+        columns = " ".join(line.split())
+        assert out.startswith(columns + " ")
+        tag = out[len(columns) + 1 :]
         assert tag in labels
         if line.startswith("-DOCSTART-"):
             assert tag == "O"
@@ -269,3 +272,52 @@ def test_bad_input_fails_before_training(minilm_tf1, tmp_path, files, extra, mes
     assert message in result.stderr, result.stderr[-3000:]
     # Nothing written: no records, no label set, no checkpoint.
     assert not out.exists() or os.listdir(out) == []
+
+
+def _conlleval_fb1(path):
+    """conlleval.pl's overall FB1 of `path`, run as its users do: no flags, the file on stdin."""
+    with open(path) as f:
+        scored = subprocess.run(["perl", CONLLEVAL], stdin=f, capture_output=True, text=True)
+    assert scored.returncode == 0, scored.stderr
+    return float(scored.stdout.splitlines()[1].split("FB1:")[1])
+
+
+def test_conlleval_scores_the_prediction_files_of_tab_separated_data(tmp_path):
+    """An untrained tiny model tags the first sentences of the CoNLL-2003 slice written as
+    WNUT is (`token<TAB>tag`): conlleval.pl's default settings read both prediction files and
+    agree with eval_results.txt and test_results.txt. (The MiniLM run above scores
+    space-separated CoNLL-2003 files the same way.)"""
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("dev", "test"):
+        with open(os.path.join(CONLL, f"{name}.txt")) as f:
+            lines = f.read().split("\n")[:120]
+        tabbed = [f"{line.split()[0]}\t{line.split()[-1]}" if line else "" for line in lines]
+        (data / f"{name}.txt").write_text("\n".join(tabbed) + "\n")
+    write_tiny_config(tmp_path / "bert_config.json", vocab_size=186)
+    labels = ["O", *(f"{p}-{t}" for p in "BI" for t in ("LOC", "MISC", "ORG", "PER"))]
+    (tmp_path / "labels.txt").write_text("\n".join(labels) + "\n")
+    out = tmp_path / "out"
+    result = run_in_repo(
+        [
+            sys.executable,
+            os.path.join(REPO, "run_ner.py"),
+            f"--data_dir={data}",
+            f"--vocab_file={os.path.join(TESTDATA, 'glue', 'vocab.txt')}",
+            f"--bert_config_file={tmp_path / 'bert_config.json'}",
+            f"--label_file={tmp_path / 'labels.txt'}",
+            "--do_lower_case=true",
+            "--max_seq_length=32",
+            "--eval_batch_size=64",
+            "--predict_batch_size=64",
+            "--do_eval",
+            "--do_predict",
+            f"--output_dir={out}",
+        ]
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    _check_aligned(data / "dev.txt", out / "eval_predictions.txt", labels)
+    eval_f1 = _results(out / "eval_results.txt")["eval_f1"]
+    assert _conlleval_fb1(out / "eval_predictions.txt") == pytest.approx(eval_f1 * 100, abs=0.005)
+    test_f1 = _results(out / "test_results.txt")["test_f1"]
+    assert _conlleval_fb1(out / "test_predictions.txt") == pytest.approx(test_f1 * 100, abs=0.005)

@@ -1,15 +1,17 @@
 """CoNLL reading, IOB1 -> IOB2, label sets, prediction files and bad input."""
 
 import os
+import subprocess
 
 import pytest
 
 from data.ner import labels as ner_labels
 from data.ner.conll import read_conll, to_iob2
 from data.ner.predictions import format_predictions
-from tests.helpers.paths import TESTDATA
+from tests.helpers.paths import REPO, TESTDATA
 
 CONLL = os.path.join(TESTDATA, "conll2003")
+CONLLEVAL = os.path.join(REPO, "tests", "oracles", "conlleval.pl")
 GLUE_MRPC = os.path.join(TESTDATA, "glue", "MRPC", "train.tsv")
 
 
@@ -93,10 +95,39 @@ def test_prediction_file_repeats_every_line(tmp_path):
         "",
         "",
     ]
-    tabbed = read_conll(_write(tmp_path, "e.txt", "EU\tB-ORG\n"), "required")
-    assert format_predictions(tabbed, {(0, 0): "O"}) == "EU\tB-ORG\tO\n"
+    # Tabs and runs of blanks between columns come out as single spaces (conlleval.pl's layout).
+    tabbed = read_conll(_write(tmp_path, "e.txt", "EU\t B-ORG\n"), "required")
+    assert format_predictions(tabbed, {(0, 0): "O"}) == "EU B-ORG O\n"
     with pytest.raises(RuntimeError, match="line 4: no prediction"):
         format_predictions(conll, {(0, 0): "O"})
+
+
+@pytest.mark.parametrize("separator", [" ", "\t", "\t\t", "  "])
+def test_conlleval_reads_prediction_files_with_its_default_settings(tmp_path, separator):
+    """conlleval.pl without -d scores the prediction file of a space- or tab-separated input
+    (WNUT's layout, `token<TAB>tag`; CoNLL-2003's, `token POS chunk tag`)."""
+    text = "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\nPeter NNP B-NP B-PER\n"
+    conll = read_conll(_write(tmp_path, "dev.txt", text.replace(" ", separator)), "required")
+    # One entity of two found: precision 100%, recall 50%, FB1 66.67.
+    predicted = {(0, 0): "B-ORG", (0, 1): "O", (1, 0): "O"}
+    path = tmp_path / "eval_predictions.txt"
+    path.write_text(format_predictions(conll, predicted))
+    with open(path) as f:
+        scored = subprocess.run(["perl", CONLLEVAL], stdin=f, capture_output=True, text=True)
+    assert scored.returncode == 0, scored.stderr
+    assert "processed 4 tokens with 2 phrases; found: 1 phrases; correct: 1." in scored.stdout
+    assert "precision: 100.00%; recall:  50.00%; FB1:  66.67" in scored.stdout
+
+
+def test_a_tab_separated_column_with_a_space_is_refused(tmp_path):
+    path = _write(tmp_path, "train.txt", "EU\tB-ORG\nNew York\tB-LOC\n")
+    with pytest.raises(ValueError) as error:
+        read_conll(path, "required")
+    assert str(error.value) == (
+        f"{path}, line 2: 3 columns where line 1 has 2. Line 2's tab-separated column "
+        "'New York' holds a space, and columns are split at spaces as well as tabs "
+        "(conlleval.pl reads them so); write it without spaces (e.g. 'New_York')."
+    )
 
 
 @pytest.mark.parametrize(
