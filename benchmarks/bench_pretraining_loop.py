@@ -202,7 +202,8 @@ def measure_row(args):
     else:
         from training.strategy import create_strategy
 
-        strategy = create_strategy(args.strategy)
+        # Without GPUs (a dry run), mirrored runs on one logical CPU device.
+        strategy = create_strategy(args.strategy, num_cpu_devices=1)
         replicas = strategy.num_replicas_in_sync
         start = time.perf_counter()
         if args.mode == "loop":

@@ -2,7 +2,8 @@
 
 The safetensors format is read here directly with numpy (an 8-byte little-endian header length,
 a JSON header of name -> dtype/shape/offsets, then raw little-endian data), so importing needs no
-extra package.
+extra package. bfloat16 tensors (numpy has no such type) are widened to float32 on reading, which
+is exact: a bfloat16 is the upper half of a float32.
 """
 
 import json
@@ -27,6 +28,8 @@ _SAFETENSORS_DTYPES = {
     "U8": np.uint8,
     "BOOL": np.bool_,
 }
+# Read as its 16 raw bits, then widened (see `_bfloat16_to_float32`).
+_BFLOAT16 = "BF16"
 
 # HF activation names -> this project's (HF "gelu" is the exact erf form).
 _HF_ACTIVATIONS = {
@@ -101,6 +104,19 @@ _NAME_RULES = [
 _SKIP = re.compile(r"(position_ids$|cls\.predictions\.decoder\.(weight|bias)$)")
 
 
+def _bfloat16_to_float32(raw):
+    """float32 values of bfloat16 bit patterns.
+
+    Args:
+        raw: uint16 array of any shape, the bfloat16 bits (sign, 8 exponent, 7 mantissa bits).
+
+    Returns:
+        float32 array of the same shape: the bits as the upper half of a float32, the lower
+        half zero, so every value (infinities and NaNs too) is kept exactly.
+    """
+    return (raw.astype(np.uint32) << 16).view(np.float32)
+
+
 def read_safetensors(path):
     """Reads a `.safetensors` file into numpy arrays.
 
@@ -108,7 +124,7 @@ def read_safetensors(path):
         path: file path.
 
     Returns:
-        dict tensor name -> np.ndarray (copies, native byte order).
+        dict tensor name -> np.ndarray (copies, native byte order); BF16 tensors as float32.
 
     Raises:
         ValueError: if the file is missing, truncated or not safetensors.
@@ -144,9 +160,13 @@ def read_safetensors(path):
             kind, shape, (start, end) = info["dtype"], info["shape"], info["data_offsets"]
         except (KeyError, TypeError, ValueError):
             raise damaged(f"the header entry of {name} is malformed") from None
-        if kind not in _SAFETENSORS_DTYPES:
-            raise ValueError(f"{path}: tensor {name} has unsupported dtype {kind}.")
-        dtype = np.dtype(_SAFETENSORS_DTYPES[kind]).newbyteorder("<")
+        bfloat16 = kind == _BFLOAT16
+        if kind not in _SAFETENSORS_DTYPES and not bfloat16:
+            raise ValueError(
+                f"{path}: tensor {name} has unsupported dtype {kind}; save the model "
+                "in float32, float16 or bfloat16."
+            )
+        dtype = np.dtype(np.uint16 if bfloat16 else _SAFETENSORS_DTYPES[kind]).newbyteorder("<")
         if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(data)):
             raise damaged(f"tensor {name} ends at byte {end} of {len(data)} bytes of data")
         try:
@@ -155,7 +175,8 @@ def read_safetensors(path):
             raise damaged(
                 f"tensor {name} has {end - start} bytes, not the {shape} it claims"
             ) from None
-        tensors[name] = array.astype(dtype.newbyteorder("="))
+        array = array.astype(dtype.newbyteorder("="))
+        tensors[name] = _bfloat16_to_float32(array) if bfloat16 else array
     return tensors
 
 

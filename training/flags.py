@@ -8,6 +8,7 @@ import tensorflow as tf
 from absl import flags
 
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
+from fileio.errors import UserError
 from modeling.config import BertConfig
 from training.flag_rules import check_flags
 from training.precision import PRECISIONS
@@ -101,9 +102,18 @@ def define_tpu_flags():
 def define_training_flags():
     """Flags this project adds: strategy, precision, XLA, optimizer, accumulation, logging."""
     flags.DEFINE_enum("strategy", "one_device", list(STRATEGIES), "tf.distribute strategy.")
-    flags.DEFINE_integer("num_gpus", None, "GPUs for --strategy=mirrored (default: all).")
     flags.DEFINE_integer(
-        "num_cpu_devices", 2, "Logical CPU devices for --strategy=mirrored without GPUs."
+        "num_gpus",
+        None,
+        "Train on this many local GPUs: selects --strategy=mirrored over the first N "
+        "(--strategy=mirrored alone uses all of them).",
+    )
+    flags.DEFINE_integer(
+        "num_cpu_devices",
+        None,
+        "Testing aid: where TensorFlow sees no GPU, run --strategy=mirrored on this many "
+        "logical CPU devices (without it, mirrored fails there and says how to install GPU "
+        "support).",
     )
     define_precision_flag()
     flags.DEFINE_bool("use_xla", False, "Compile the forward/backward pass with XLA.")
@@ -153,8 +163,22 @@ def define_training_flags():
 
 
 def strategy_name(flag_values):
-    """--use_tpu wins for compatibility with the original command lines."""
-    return "tpu" if flag_values.use_tpu else flag_values.strategy
+    """--use_tpu wins for compatibility with the original command lines; --num_gpus selects
+    the mirrored strategy (it means GPUs of this host).
+
+    Raises:
+        UserError: --num_gpus with a TPU or a multi-worker strategy.
+    """
+    name = "tpu" if flag_values.use_tpu else flag_values.strategy
+    if flag_values.num_gpus is None:
+        return name
+    if name in ("tpu", "multi_worker_mirrored"):
+        chosen = "--use_tpu" if flag_values.use_tpu else f"--strategy={name}"
+        raise UserError(
+            f"--num_gpus={flag_values.num_gpus} selects --strategy=mirrored (the GPUs of this "
+            f"host) and cannot be combined with {chosen}: leave one of them out."
+        )
+    return "mirrored"
 
 
 def strategy_from_flags(flag_values):

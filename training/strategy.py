@@ -152,6 +152,53 @@ def wait_for_workers(config, timeout_s, poll_s=0.2):
     logging.info("All %d other worker(s) of the cluster answered.", len(others))
 
 
+def check_gpu_request(name, num_gpus, num_cpu_devices, visible_gpus):
+    """Refuses a GPU strategy that this machine cannot run, before anything is written.
+
+    `mirrored` (or `--num_gpus=N`, which selects it) runs on GPUs. Where TensorFlow sees none,
+    the usual cause is the CPU-only install or a missing driver, and replicas on the CPU would
+    only hide that, so they run only when `num_cpu_devices` is given (a testing aid).
+
+    Args:
+        name: the strategy's name, one of `STRATEGIES`.
+        num_gpus: the GPUs asked for (None: all that are visible).
+        num_cpu_devices: logical CPU replicas allowed when no GPU is visible (None: none).
+        visible_gpus: how many GPUs TensorFlow lists.
+
+    Raises:
+        UserError: no GPU visible without `num_cpu_devices`, more GPUs asked for than visible,
+            or a `num_gpus` below 1.
+    """
+    if name != "mirrored":
+        return
+    if num_gpus is not None and num_gpus < 1:
+        raise UserError(
+            f"--num_gpus={num_gpus} is not a number of GPUs: pass 1 or more, or leave the flag "
+            "out to run on one device."
+        )
+    if visible_gpus == 0:
+        if num_cpu_devices is not None and num_cpu_devices < 1:
+            raise UserError(
+                f"--num_cpu_devices={num_cpu_devices} is not a number of devices: pass 1 or more."
+            )
+        if num_cpu_devices is not None:
+            return
+        asked = "--strategy=mirrored" if num_gpus is None else f"--num_gpus={num_gpus}"
+        raise UserError(
+            f"{asked} asks for GPUs but TensorFlow sees none on this machine: install GPU "
+            "support with `pip install -r requirements-gpu.txt` (or run the container of "
+            "docs/gpu_and_containers.md), check that `nvidia-smi` lists the GPUs (if not, "
+            "install the NVIDIA driver) and that CUDA_VISIBLE_DEVICES does not hide them, or "
+            "pass --num_cpu_devices=N to test on N replicas on the CPU."
+        )
+    if num_gpus is not None and num_gpus > visible_gpus:
+        raise UserError(
+            f"--num_gpus={num_gpus} asks for {num_gpus} GPUs but TensorFlow sees "
+            f"{visible_gpus} on this machine: pass --num_gpus={visible_gpus} or fewer "
+            "(--strategy=mirrored alone uses all of them)."
+        )
+
+
 def _ensure_logical_cpus(count):
     """Splits the host CPU into `count` logical devices (before TF initialises them)."""
     cpus = tf.config.list_physical_devices("CPU")
@@ -205,14 +252,16 @@ def create_strategy(
     Args:
         name: one of `STRATEGIES`.
             * `one_device`: the first GPU if there is one, else the CPU.
-            * `mirrored`: all local GPUs (or the first `num_gpus`); without GPUs,
-              `num_cpu_devices` logical CPU devices (for tests of the distributed path).
+            * `mirrored`: all local GPUs (or the first `num_gpus`); without GPUs, an error
+              unless `num_cpu_devices` is given: that many logical CPU devices (for tests of
+              the distributed path).
             * `multi_worker_mirrored`: the cluster in the `TF_CONFIG` environment variable;
               waits up to `multi_worker_timeout` seconds for every worker to start.
             * `tpu`: the TPU at `tpu_address` (name or grpc://host:port; "" = local), in
               `tpu_zone` of `gcp_project` for a TPU given by name.
         num_gpus: limit for `mirrored`.
-        num_cpu_devices: logical CPU devices for `mirrored` when no GPU exists.
+        num_cpu_devices: logical CPU devices for `mirrored` when no GPU exists (None: no GPU
+            is an error).
         tpu_address, tpu_zone, gcp_project: for `tpu`.
         num_tpu_cores: for `tpu`, the number of cores expected (None: whatever the TPU has).
         multi_worker_timeout: seconds a worker waits for the others of the cluster.
@@ -223,8 +272,9 @@ def create_strategy(
         A `tf.distribute.Strategy`.
 
     Raises:
-        ValueError: for an unknown name, a missing or bad TF_CONFIG, workers that do not
-            start in time, or a TPU with another number of cores.
+        ValueError: for an unknown name, GPUs asked for that are not there (see
+            `check_gpu_request`), a missing or bad TF_CONFIG, workers that do not start in
+            time, or a TPU with another number of cores.
     """
     if name not in STRATEGIES:
         raise ValueError(f"Unknown distribution strategy {name!r}; use one of {list(STRATEGIES)}.")
@@ -232,9 +282,11 @@ def create_strategy(
         # Before TensorFlow starts its server: a missing worker is an error, not a silent hang.
         wait_for_workers(read_tf_config(), multi_worker_timeout)
     # Physical devices first: listing logical ones would fix the CPU layout too early.
-    has_gpu = bool(tf.config.list_physical_devices("GPU"))
+    visible_gpus = len(tf.config.list_physical_devices("GPU"))
+    check_gpu_request(name, num_gpus, num_cpu_devices, visible_gpus)
+    has_gpu = visible_gpus > 0
     if name == "mirrored" and not has_gpu:
-        cpu_devices = _ensure_logical_cpus(num_cpu_devices or 1)
+        cpu_devices = _ensure_logical_cpus(num_cpu_devices)
     gpus = [d.name for d in tf.config.list_logical_devices("GPU")] if has_gpu else []
     if name == "one_device":
         device = gpus[0] if gpus else "/cpu:0"

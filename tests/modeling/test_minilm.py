@@ -1,7 +1,9 @@
 """Real weights: all-MiniLM-L6-v2 (HF format) against outputs recorded with transformers."""
 
 import os
+import shutil
 
+import ml_dtypes
 import numpy as np
 import pytest
 import safetensors.numpy
@@ -100,3 +102,49 @@ def test_hf_missing_files_are_clear_errors(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"\x05")
     with pytest.raises(ValueError, match="not a safetensors file"):
         read_safetensors(str(tmp_path / "model.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def float32_outputs(reference):
+    return _model_outputs(minilm_dir(), reference)
+
+
+def _model_outputs(model_dir, ref):
+    config, arrays, _ = conversion.read_weights(model_dir, "hf")
+    model, _ = conversion.build_keras_model(config, arrays)
+    out = model({k: ref[k] for k in ("input_ids", "input_mask", "segment_ids")})
+    return [t.numpy() for t in (*out["all_encoder_layers"], out["pooled_output"])]
+
+
+@pytest.mark.parametrize(
+    # Measured max |difference| from the float32 file's outputs (values up to ~6): bfloat16
+    # 0.032, float16 0.0038; the tolerances are ten times that.
+    "dtype,tol",
+    [(ml_dtypes.bfloat16, 0.3), (np.float16, 0.04)],
+    ids=["bfloat16", "float16"],
+)
+def test_half_precision_safetensors_import_like_float32(
+    reference, float32_outputs, tmp_path, dtype, tol
+):
+    """A model saved in bfloat16 or float16 by the safetensors package itself (bfloat16 through
+    ml_dtypes, numpy having no such type) reads as float32 and computes what the float32 model
+    does, within the rounding of the narrower type."""
+    source = minilm_dir()
+    weights = safetensors.numpy.load_file(os.path.join(source, "model.safetensors"))
+    narrow = {k: v.astype(dtype) if v.dtype == np.float32 else v for k, v in weights.items()}
+    path = tmp_path / "model.safetensors"
+    safetensors.numpy.save_file(narrow, str(path))
+    shutil.copy(os.path.join(source, "config.json"), tmp_path)
+    theirs = safetensors.numpy.load_file(str(path))
+    assert {str(v.dtype) for v in theirs.values()} == {np.dtype(dtype).name, "int64"}
+    ours = read_safetensors(str(path))
+    for name, value in theirs.items():
+        # Every value exactly: ml_dtypes' own widening is the reference.
+        want = value.astype(np.float32) if value.dtype == dtype else value
+        np.testing.assert_array_equal(ours[name].astype(want.dtype), want, err_msg=name)
+    real = reference["input_mask"].astype(bool)
+    wide = float32_outputs
+    half = _model_outputs(str(tmp_path), reference)
+    diffs = [np.abs(a - b)[real].max() for a, b in zip(half[:-1], wide[:-1], strict=True)]
+    diffs.append(np.abs(half[-1] - wide[-1]).max())
+    assert 0 < max(diffs) <= tol, diffs

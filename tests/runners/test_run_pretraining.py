@@ -357,3 +357,19 @@ def test_precision_xla_lamb_and_accumulation_train(data, tmp_path, extra):
     assert saved["bert/pooler/dense/kernel"].dtype == np.float32
     if "--precision=mixed_float16" in extra:
         assert saved["_training_state/loss_scale"] > 0
+
+
+def test_mirrored_without_gpus_fails_before_writing(data, tmp_path):
+    """CUDA_VISIBLE_DEVICES="" (the tests' environment) hides every GPU from TensorFlow."""
+    out = tmp_path / "o"
+    result = run_in_repo(_pretrain_cmd(data, out, "--num_gpus=1"), timeout=300)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.stderr.splitlines()[-1] == (
+        "run_pretraining.py: error: --num_gpus=1 asks for GPUs but TensorFlow sees none on this "
+        "machine: install GPU support with `pip install -r requirements-gpu.txt` (or run the "
+        "container of docs/gpu_and_containers.md), check that `nvidia-smi` lists the GPUs (if "
+        "not, install the NVIDIA driver) and that CUDA_VISIBLE_DEVICES does not hide them, or "
+        "pass --num_cpu_devices=N to test on N replicas on the CPU."
+    )
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
