@@ -95,6 +95,28 @@ def _move(source, target):
         os.replace(source, target)
 
 
+def _move_tree(source, target):
+    """Renames a directory. Object stores (gs://) and TensorFlow's ram:// have no directory to
+    rename, only files named by their paths: there each file is renamed, deepest paths
+    included, so the tree appears under `target` file by file rather than at once."""
+    if not _is_remote(target):
+        os.replace(source, target)
+        return
+    gfile = _gfile()
+    files, level = [], source.rstrip("/")
+    # Level by level with glob: a file system listing by name prefix (ram://) walks wrongly.
+    for _ in range(16):
+        level += "/*"
+        matches = gfile.glob(level)
+        if not matches:
+            break
+        files += [p for p in matches if gfile.exists(p) and not gfile.isdir(p)]
+    for path in sorted(set(files)):
+        destination = target.rstrip("/") + path[len(source.rstrip("/")) :]
+        gfile.makedirs(os.path.dirname(destination))
+        gfile.rename(path, destination, overwrite=True)
+
+
 def require_free_space(directory, nbytes, path):
     """Raises the full-disk error for `path` unless `directory` has room for `nbytes` more.
 
@@ -191,8 +213,8 @@ def atomic_directory(path, overwrite=False):
         with _full_disk_names(path):
             yield temp
         if exists(path):
-            _move(path, old)
-        _move(temp, path)
+            _move_tree(path, old)
+        _move_tree(temp, path)
     finally:
         _remove_tree(temp)
         _remove_tree(old)
