@@ -36,8 +36,13 @@ def _write_corpus(path, documents=40):
 
 def _outputs(disk):
     """The files left on `disk` but TensorBoard's event logs, which grow as training runs (a
-    reader takes a log cut short as it stands)."""
-    return [f for f in disk.files_left() if ".tfevents." not in os.path.basename(f)]
+    reader takes a log cut short as it stands), and the run's `flags.txt`, written whole
+    (atomically) before training starts."""
+    return [
+        f
+        for f in disk.files_left()
+        if ".tfevents." not in os.path.basename(f) and os.path.basename(f) != "flags.txt"
+    ]
 
 
 @pytest.fixture

@@ -204,6 +204,7 @@ def test_run_ner(model, tmp_path):
             [
                 f"--data_dir={RAM}/conll",
                 "--max_seq_length=32",
+                "--doc_stride=15",
                 "--eval_batch_size=4",
                 "--do_eval",
                 "--do_predict",
