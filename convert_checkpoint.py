@@ -26,7 +26,7 @@ from absl import flags, logging
 
 from fileio.errors import run_command
 from modeling import conversion
-from training.export_run import export_encoder_weights
+from training.jobs.export_run import export_encoder_weights
 from training.settings import log_at_info
 
 FLAGS = flags.FLAGS

@@ -23,9 +23,9 @@ from absl import flags
 
 from fileio.errors import run_command
 from modeling.config import BertConfig
-from training.export_run import ExportRun, export_model
 from training.flag_rules import check_flags
 from training.flags import define_precision_flag
+from training.jobs.export_run import ExportRun, export_model
 from training.settings import log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS

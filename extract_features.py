@@ -21,8 +21,8 @@ from data.tokenization.full_tokenizer import FullTokenizer
 from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
-from training.extraction_run import ExtractionRun, extract_features
 from training.flag_rules import check_flags
+from training.jobs.extraction_run import ExtractionRun, extract_features
 from training.settings import log_at_info, settings_from_flags
 from training.strategy import create_strategy
 

@@ -24,7 +24,7 @@ from absl import flags
 from data.glue.processors import canonical_task_name, get_processor
 from fileio.errors import run_command
 from training import flags as training_flags
-from training.classifier_run import ClassifierRun, run_classifier
+from training.jobs.classifier_run import ClassifierRun, run_classifier
 from training.settings import settings_from_flags
 
 FLAGS = flags.FLAGS

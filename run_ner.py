@@ -27,7 +27,7 @@ from absl import flags
 
 from fileio.errors import run_command
 from training import flags as training_flags
-from training.ner_run import NerRun, run_ner
+from training.jobs.ner_run import NerRun, run_ner
 from training.settings import settings_from_flags
 
 FLAGS = flags.FLAGS

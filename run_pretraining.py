@@ -26,7 +26,7 @@ from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
 from training.flag_rules import check_flags
-from training.pretraining_run import PretrainingRun, run_pretraining
+from training.jobs.pretraining_run import PretrainingRun, run_pretraining
 from training.settings import log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS

@@ -26,8 +26,8 @@ from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
 from training.flag_rules import check_flags
+from training.jobs.squad_run import SquadRun, run_squad
 from training.settings import log_at_info, settings_from_flags
-from training.squad_run import SquadRun, run_squad
 
 FLAGS = flags.FLAGS
 

@@ -64,7 +64,7 @@ def prepare(args):
     import keras
 
     from modeling import tf1_checkpoint
-    from training.export_run import ExportRun, export_model
+    from training.jobs.export_run import ExportRun, export_model
     from training.tasks import ClassifierTask
 
     config = bert_config(args.config)

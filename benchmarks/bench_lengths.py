@@ -184,7 +184,7 @@ def run_extract(args, config, padding):
 
     from modeling import tf1_checkpoint
     from modeling.bert_model import BertModel
-    from training.extraction_run import ExtractionRun, extract_features
+    from training.jobs.extraction_run import ExtractionRun, extract_features
     from training.strategy import create_strategy
 
     prefix = os.path.join(args.work_dir, f"encoder_{args.config}", "model.ckpt")

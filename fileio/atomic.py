@@ -95,6 +95,11 @@ def _move(source, target):
         os.replace(source, target)
 
 
+def move_file(source, target):
+    """Renames one file (local, or on a TensorFlow file system), replacing `target`."""
+    _move(source, target)
+
+
 def _move_tree(source, target):
     """Renames a directory. Object stores (gs://) and TensorFlow's ram:// have no directory to
     rename, only files named by their paths: there each file is renamed, deepest paths
@@ -114,7 +119,7 @@ def _move_tree(source, target):
     for path in sorted(set(files)):
         destination = target.rstrip("/") + path[len(source.rstrip("/")) :]
         gfile.makedirs(os.path.dirname(destination))
-        gfile.rename(path, destination, overwrite=True)
+        _move(path, destination)
 
 
 def require_free_space(directory, nbytes, path):

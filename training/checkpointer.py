@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from fileio.atomic import write_atomically
+from fileio.atomic import move_file, write_atomically
 from fileio.errors import UserError
 from modeling import tf1_checkpoint
 from modeling.checkpoint_files import DamagedCheckpointError, open_checkpoint
@@ -167,7 +167,7 @@ def _set_aside(prefix):
         n += 1
         aside = f"{prefix}.damaged-{n}"
     for path in tf.io.gfile.glob(prefix + ".index") + tf.io.gfile.glob(prefix + ".data-*"):
-        tf.io.gfile.rename(path, aside + path[len(prefix) :])
+        move_file(path, aside + path[len(prefix) :])
     logging.warning("Kept the files of the damaged checkpoint %s as %s.*", prefix, aside)
     return aside
 
@@ -192,3 +192,13 @@ class StopRequest:
     def __exit__(self, *exc):
         for sig, old in self._old.items():
             signal.signal(sig, old)
+
+
+def export_original(variable_map, output_dir, config_json):
+    """Writes `bert_model.ckpt` (the weights of `variable_map`, original name -> variable) and
+    `bert_config.json` (`config_json`, a `BertConfig`) in `output_dir`; returns the prefix."""
+    arrays = tf1_checkpoint.variables_to_arrays(variable_map)
+    prefix = tf1_checkpoint.save_tf1_checkpoint(arrays, f"{output_dir}/bert_model.ckpt")
+    config_json.to_json_file(f"{output_dir}/bert_config.json")
+    logging.info("Exported %s and bert_config.json", prefix)
+    return prefix

@@ -11,23 +11,17 @@ the interface.
 """
 
 import functools
-import os
 
 import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from data.records.batching import (
-    FINE_BUCKET_WIDTH,
-    Batching,
-    micro_batches,
-)
-from fileio.atomic import write_atomically
+from data.records.batching import FINE_BUCKET_WIDTH, Batching, micro_batches
 from modeling import tf1_checkpoint
 from modeling.optimization import create_optimizer
 from training import inference, summaries
-from training.checkpointer import StopRequest, TrainingCheckpointer
+from training.checkpointer import StopRequest, TrainingCheckpointer, export_original
 from training.distributed_input import (
     inference_batches,
     pad_to_whole_batches,
@@ -104,9 +98,8 @@ class Trainer:
         )
         self.step = self._restore_or_init()
         self._train_steps = self._make_train_fn()
-        if config.run_flags and is_chief(strategy):
-            tf.io.gfile.makedirs(config.output_dir)
-            write_atomically(os.path.join(config.output_dir, "flags.txt"), config.run_flags)
+        if is_chief(strategy):
+            summaries.save_run_flags(config.output_dir, config.run_flags)
 
     @functools.cached_property
     def _predict_step(self):
@@ -393,13 +386,9 @@ class Trainer:
 
     def export_original(self, output_dir, config_json):
         """Writes `bert_model.ckpt` (original names, heads included) and `bert_config.json`."""
-        if not is_chief(self.strategy):
-            return None
-        arrays = tf1_checkpoint.variables_to_arrays(self.task.variable_map())
-        prefix = tf1_checkpoint.save_tf1_checkpoint(arrays, f"{output_dir}/bert_model.ckpt")
-        config_json.to_json_file(f"{output_dir}/bert_config.json")
-        logging.info("Exported %s and bert_config.json", prefix)
-        return prefix
+        if is_chief(self.strategy):
+            return export_original(self.task.variable_map(), output_dir, config_json)
+        return None
 
 
 def _steps_until_boundary(step, cfg):

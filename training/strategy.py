@@ -7,18 +7,13 @@ missing (for an hour, its registration timeout). Before the strategy starts, eac
 listens on its own address and polls every other one until all answer or the timeout passes;
 then it fails with the addresses that did not answer and the `TF_CONFIG` it read.
 
-A worker that dies or cannot be reached during the run makes the others' next collective fail:
-at once for a dead process, whose connections close; within TensorFlow's heartbeat timeout
-(about 10 s) for a process that stops or a host that vanishes; after `--collective_timeout`
-seconds, where set, for a worker that still sends heartbeats but never reaches the next step.
-`worker_output_dir` turns that error into one sentence: which peer, the last checkpoint in the
-output directory, and that rerunning every worker's command resumes from it.
+A worker that dies or cannot be reached during the run stops the others with one sentence
+(`training.peer_failures`, around everything `worker_output_dir` holds).
 """
 
 import contextlib
 import json
 import os
-import re
 import shutil
 import socket
 import tempfile
@@ -28,21 +23,9 @@ import tensorflow as tf
 from absl import logging
 
 from fileio.errors import UserError
-from training.checkpointer import list_checkpoints
+from training.peer_failures import TRAINING_JOBS, peer_failures_reported
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
-
-# Jobs of a TF_CONFIG cluster whose tasks take part in every training step.
-_TRAINING_JOBS = ("chief", "worker")
-# How TensorFlow's errors name a task of the cluster: "/job:worker/replica:0/task:1" or
-# "/job:worker/task:1".
-_TASK_NAME = re.compile(r"/job:(\w+)(?:/replica:\d+)?/task:(\d+)")
-# Words of the other errors that a collective aborted by a failed peer ends with (a node name
-# such as CollectiveReduceV2 alone says nothing: any error of that op carries it).
-_PEER_WORDS = re.compile(
-    r"collective ops is aborted|heartbeat|coordination service|connection reset|socket closed",
-    re.I,
-)
 
 
 def read_tf_config():
@@ -84,7 +67,7 @@ def _peers(config):
     own = config["cluster"][task["type"]][task.get("index", 0)]
     others = [
         address
-        for job in _TRAINING_JOBS
+        for job in TRAINING_JOBS
         for i, address in enumerate(config["cluster"].get(job, []))
         if (job, i) != (task["type"], task.get("index", 0))
     ]
@@ -331,7 +314,7 @@ def worker_output_dir(strategy, output_dir):
     Every worker runs the same steps (records of the examples, evaluation, prediction), but
     only the chief's files land in `output_dir`; the others' copies go away with the run.
     """
-    with _peer_failures_reported(strategy, output_dir):
+    with peer_failures_reported(strategy, output_dir, read_tf_config):
         if is_chief(strategy):
             tf.io.gfile.makedirs(output_dir)
             yield output_dir
@@ -341,79 +324,3 @@ def worker_output_dir(strategy, output_dir):
             yield scratch
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-
-
-def is_peer_failure(err):
-    """Whether `err` (raised on a worker of a multi-worker run) says that a peer failed."""
-    if isinstance(err, (tf.errors.UnavailableError, tf.errors.DeadlineExceededError)):
-        return True
-    return isinstance(err, tf.errors.OpError) and bool(_PEER_WORDS.search(str(err)))
-
-
-def _reason(err):
-    """The line of a TensorFlow error that says why (its first line is often only "Graph
-    execution error:")."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    for line in lines:
-        if re.search(r"aborted by|timed out|heartbeat", line, re.I):
-            return line.partition("aborted by: ")[2].rstrip(".:") or line.rstrip(".:")
-    return lines[0].rstrip(".:") if lines else type(err).__name__
-
-
-def failed_peers(err, config):
-    """The peers `err` names, as "address (job i)"; all the other training tasks when it names
-    none (it often does not: the survivor's collective only sees its ring broken)."""
-    own = (config["task"]["type"], config["task"].get("index", 0))
-    cluster = config["cluster"]
-    text = str(err)
-    # A heartbeat failure lists the unhealthy tasks after the task that reported it.
-    text = text.partition("stopped sending heartbeats")[2] or text
-    named = []
-    for job, index in _TASK_NAME.findall(text):
-        task = (job, int(index))
-        if task != own and task not in named and task[1] < len(cluster.get(job, [])):
-            named.append(task)
-    if not named:
-        named = [
-            (job, i)
-            for job in _TRAINING_JOBS
-            for i in range(len(cluster.get(job, [])))
-            if (job, i) != own
-        ]
-    return [f"{cluster[job][i]} ({job} {i})" for job, i in named]
-
-
-def peer_failure_error(err, config, output_dir):
-    """The `UserError` for a peer failure `err`: who, the last checkpoint, and what to do."""
-    peers = failed_peers(err, config)
-    who = f"Worker{'s' if len(peers) > 1 else ''} {', '.join(peers)}"
-    if isinstance(err, tf.errors.DeadlineExceededError):
-        what = f"did not answer within --collective_timeout ({_reason(err)})"
-    else:
-        what = f"failed or cannot be reached ({_reason(err)})"
-    checkpoints = list_checkpoints(output_dir) if tf.io.gfile.isdir(output_dir) else []
-    if checkpoints:
-        step = checkpoints[-1].rsplit("-", 1)[-1]
-        after = (
-            f"the last checkpoint in {output_dir} is step {step}: run every worker's command "
-            "again to resume from it."
-        )
-    else:
-        after = (
-            f"no checkpoint has been written to {output_dir} yet: run every worker's command "
-            "again to start over."
-        )
-    return UserError(f"{who} of the multi-worker cluster {what}; {after}")
-
-
-@contextlib.contextmanager
-def _peer_failures_reported(strategy, output_dir):
-    """Raises `peer_failure_error` for a peer failure of a multi-worker run inside."""
-    try:
-        yield
-    except tf.errors.OpError as err:
-        multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-        if not (multi_worker and is_peer_failure(err)):
-            raise
-        logging.debug("The peer failure:", exc_info=True)
-        raise peer_failure_error(err, read_tf_config(), output_dir) from None

@@ -141,3 +141,11 @@ def _write_result_scalars(output_dir, filename, results):
     writer = SummaryWriter(output_dir, name)
     writer.scalars(int(results.get("global_step", 0)), **scalars)
     writer.close()
+
+
+def save_run_flags(output_dir, run_flags):
+    """Saves the run's flags (`TrainConfig.run_flags`, a flagfile) as `output_dir/flags.txt`, so
+    a run can be told apart from another and repeated; nothing when there are none."""
+    if run_flags:
+        tf.io.gfile.makedirs(output_dir)
+        write_atomically(os.path.join(output_dir, "flags.txt"), run_flags)

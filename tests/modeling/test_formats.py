@@ -21,7 +21,7 @@ from tests.helpers.minilm import minilm_dir
 from tests.helpers.scripts import run_in_repo
 from tests.helpers.tiny_config import tiny_config
 from tests.oracles import run_oracle
-from training.export_run import export_encoder_weights
+from training.jobs.export_run import export_encoder_weights
 
 _MLM = "cls/predictions/"
 _NSP = "cls/seq_relationship/"

@@ -15,7 +15,7 @@ from modeling.config import BertConfig
 from tests.helpers.paths import REPO
 from tests.oracles import run_oracle
 from training import inference
-from training.extraction_run import ExtractionRun, extract_features
+from training.jobs.extraction_run import ExtractionRun, extract_features
 from training.strategy import create_strategy
 
 WORDS = [

@@ -77,7 +77,7 @@ def export_here(bert_config_file, **settings):
     for tests about the export rather than its command line; `settings` are `ExportRun` fields
     (`do_lower_case` defaults to true)."""
     from modeling.config import BertConfig
-    from training.export_run import ExportRun, export_model
+    from training.jobs.export_run import ExportRun, export_model
 
     settings = {
         "do_lower_case": True,

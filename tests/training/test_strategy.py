@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from fileio.errors import UserError
-from training.strategy import failed_peers, is_peer_failure, peer_failure_error
+from training.peer_failures import failed_peers, is_peer_failure, peer_failure_error
 
 CLUSTER = {"worker": ["10.0.0.1:2222", "10.0.0.2:2222", "10.0.0.3:2222"]}
 # A survivor's collective when worker 2 was killed (TensorFlow's text, trimmed).

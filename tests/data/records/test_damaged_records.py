@@ -13,7 +13,7 @@ from data.records.input_pipeline import damaged_records_error
 from tests.helpers.pretraining_records import write_records
 from tests.helpers.scripts import REPO, run_in_repo
 from tests.helpers.tiny_config import write_tiny_config
-from training.fine_tuning import reading_own_records
+from training.jobs.fine_tuning import reading_own_records
 
 
 def _record_starts(path):

@@ -20,8 +20,8 @@ from serving.ner import NerExport
 from serving.pretraining import PretrainingExport
 from serving.squad import SquadExport
 from serving.tfhub import build_encoder, build_preprocessor
+from training.jobs.squad_run import THRESHOLD_FILE
 from training.precision import compute_policy
-from training.squad_run import THRESHOLD_FILE
 from training.tasks import ClassifierTask, NerTask, PretrainingTask, SquadTask
 
 # Which runner writes checkpoints that each export reads, for error messages.
