@@ -124,12 +124,13 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
     def predict(windows, name, batch_size):
         path = fine_tuning.write_records(output_dir, name, write_ner_tfrecord, windows)
         logging.info("  Batch size = %d", batch_size)
-        outputs = trainer.predict(
-            lambda batching: ner_dataset(
-                path, run.max_seq_length, batch_size, False, batching=batching
-            ),
-            len(windows),
-        )
+        with fine_tuning.reading_own_records(path):
+            outputs = trainer.predict(
+                lambda batching: ner_dataset(
+                    path, run.max_seq_length, batch_size, False, batching=batching
+                ),
+                len(windows),
+            )
         return outputs, word_predictions(windows, outputs["predictions"], labels)
 
     if run.do_train:
@@ -146,17 +147,18 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
         random.Random(train_config.seed).shuffle(windows)
         path = fine_tuning.write_records(output_dir, "train", write_ner_tfrecord, windows)
         windows = None  # training reads the file
-        trainer.train(
-            lambda skip, batching: ner_dataset(
-                path,
-                run.max_seq_length,
-                train_config.train_batch_size,
-                True,
-                train_config.seed,
-                skip,
-                batching,
+        with fine_tuning.reading_own_records(path):
+            trainer.train(
+                lambda skip, batching: ner_dataset(
+                    path,
+                    run.max_seq_length,
+                    train_config.train_batch_size,
+                    True,
+                    train_config.seed,
+                    skip,
+                    batching,
+                )
             )
-        )
 
     results = {}
     if run.do_eval:

@@ -136,17 +136,18 @@ def _run(run, bert_config, tokenizer, strategy, train_config, examples):
         logging.info("  Num orig examples = %d", len(train_examples))
         logging.info("  Num split examples = %d", len(features))
         features = None  # training reads the file; the list can be large
-        trainer.train(
-            lambda skip, batching: squad_dataset(
-                path,
-                run.max_seq_length,
-                train_config.train_batch_size,
-                True,
-                train_config.seed,
-                skip,
-                batching,
+        with fine_tuning.reading_own_records(path):
+            trainer.train(
+                lambda skip, batching: squad_dataset(
+                    path,
+                    run.max_seq_length,
+                    train_config.train_batch_size,
+                    True,
+                    train_config.seed,
+                    skip,
+                    batching,
+                )
             )
-        )
 
     if not (run.do_predict or run.do_eval):
         return {}
@@ -155,12 +156,13 @@ def _run(run, bert_config, tokenizer, strategy, train_config, examples):
     logging.info("  Num orig examples = %d", len(examples))
     logging.info("  Num split examples = %d", len(features))
     logging.info("  Batch size = %d", run.predict_batch_size)
-    outputs = trainer.predict(
-        lambda batching: squad_dataset(
-            path, run.max_seq_length, run.predict_batch_size, False, batching=batching
-        ),
-        len(features),
-    )
+    with fine_tuning.reading_own_records(path):
+        outputs = trainer.predict(
+            lambda batching: squad_dataset(
+                path, run.max_seq_length, run.predict_batch_size, False, batching=batching
+            ),
+            len(features),
+        )
     if len(outputs["unique_ids"]) != len(features):
         raise RuntimeError(f"{len(outputs['unique_ids'])} results for {len(features)} features")
     results = [
