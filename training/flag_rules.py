@@ -44,6 +44,7 @@ _VALUE_RULES = (
     ("num_cpu_devices", _AT_LEAST_1, "pass a device count such as 2", None),
     ("num_tpu_cores", _AT_LEAST_1, "pass the TPU's core count, e.g. 8", None),
     ("multi_worker_timeout", _POSITIVE, "pass the seconds to wait, e.g. 300", None),
+    ("collective_timeout", _POSITIVE, "pass the seconds to wait, e.g. 600, or leave it out", None),
     ("dupe_factor", _AT_LEAST_1, "pass the number of passes over the input, e.g. 10", None),
     ("max_predictions_per_seq", _AT_LEAST_1, "pass about max_seq_length * masked_lm_prob", None),
     ("num_workers", _AT_LEAST_0, "pass 0 for the original's records or N worker processes", None),

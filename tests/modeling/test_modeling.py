@@ -236,8 +236,10 @@ def _assert_same_gradients(tape, fast_loss, full_loss, variables):
     fast_grads = tape.gradient(fast_loss, variables)
     full_grads = tape.gradient(full_loss, variables)
     for v, a, b in zip(variables, fast_grads, full_grads, strict=True):
+        # Gradients reach |40| here, where float32 sums in another order differ by a few units
+        # of the last place: measured up to 1.3e-5 absolute, 1.2e-6 relative.
         np.testing.assert_allclose(
-            tf.convert_to_tensor(a), tf.convert_to_tensor(b), atol=1e-5, err_msg=v.path
+            tf.convert_to_tensor(a), tf.convert_to_tensor(b), rtol=1e-5, atol=1e-5, err_msg=v.path
         )
 
 

@@ -382,7 +382,7 @@ def test_json_line_format_is_byte_exact(written):
 def test_extraction_writes_the_original_bytes(written, original_gelu, monkeypatch):
     activations = written["activations"]
 
-    def supplied_predictions(predict_step, batches):
+    def supplied_predictions(predict_step, batches, progress=None):
         # The model's outputs replaced by the activations the original was given, batch by batch
         # in input order (row u is the example of line u: --pad_to_max_seq_length keeps it).
         start = 0

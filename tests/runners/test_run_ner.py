@@ -308,6 +308,8 @@ def test_conlleval_scores_the_prediction_files_of_tab_separated_data(tmp_path):
             f"--label_file={tmp_path / 'labels.txt'}",
             "--do_lower_case=true",
             "--max_seq_length=32",
+            # A window of 30 pieces: the default stride (64) would move past it.
+            "--doc_stride=15",
             "--eval_batch_size=64",
             "--predict_batch_size=64",
             "--do_eval",

@@ -175,6 +175,7 @@ def test_tpu_flags_reach_the_resolver(monkeypatch):
         gcp_project="my-project",
         num_tpu_cores=32,
         multi_worker_timeout=5.0,
+        collective_timeout=None,
         given=set(),
     )
     strategy = training_flags.strategy_from_flags(flags)
