@@ -29,7 +29,7 @@ def test_paths_resolve_as_tensorflow_and_model_garden_write_them(tmp_path, caplo
     checkpoint.save(str(saved / "bert_model.ckpt"))
     checkpoint.save(str(saved / "bert_model.ckpt"))
     newest = str(saved / "bert_model.ckpt-2")
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="absl")
     checkpoint_files._LOGGED.discard(newest)
     assert resolve_checkpoint_path(str(saved / "bert_model.ckpt")) == newest
     assert resolve_checkpoint_path(str(saved)) == newest  # the state file

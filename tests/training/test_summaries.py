@@ -6,7 +6,7 @@ from training.summaries import InferenceProgress
 
 
 def test_lines_count_the_examples_and_give_an_eta(caplog):
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="absl")
     progress = InferenceProgress("predict", total=100, every_s=0.0)
     progress.update(40)
     progress.update(60)
@@ -21,7 +21,7 @@ def test_lines_count_the_examples_and_give_an_eta(caplog):
 
 
 def test_a_short_pass_prints_only_its_closing_line(caplog):
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="absl")
     progress = InferenceProgress("eval", every_s=3600.0, unit="batches")
     for _ in range(5):
         progress.update(1)
