@@ -15,6 +15,7 @@ import tensorflow as tf
 from bert import optimization as original
 
 from modeling import optimization
+from tests.oracles.tf1_graph import read_global_step_before_increment
 
 _SHAPES = {
     "layer/kernel": (4, 3),
@@ -51,35 +52,6 @@ def _random_problem(num_steps, seed=0):
     return init, grads
 
 
-def _read_global_step_before_increment(graph):
-    """Orders every read of `global_step` before the original's `global_step.assign(+1)`.
-
-    The original groups its increment with the update ops without a control dependency,
-    so in graph mode the learning-rate read of `global_step` races the increment: now and
-    then a step runs with the next step's rate (seen once in CI at step 7). The intended
-    order, which training relies on, is read first; pinning it keeps the oracle exact.
-    """
-    step = tf.compat.v1.train.get_global_step(graph)
-    handle = step.handle.name
-    ops = graph.get_operations()
-    reads = [op for op in ops if op.type == "ReadVariableOp" and op.inputs[0].name == handle]
-    assigns = [
-        op
-        for op in ops
-        if op.type == "AssignVariableOp"
-        and op.inputs[0].name == handle
-        and op is not step.initializer
-    ]
-    if len(assigns) != 1 or not reads:
-        raise RuntimeError(
-            f"unexpected global_step graph: {len(assigns)} assigns, {len(reads)} reads"
-        )
-    for read in reads:
-        if assigns[0] not in read.control_inputs:  # `assign()` re-reads the value it wrote
-            # Private, but the only way to add an edge to an op that is already built.
-            assigns[0]._add_control_input(read)
-
-
 def _run_original(init, grads, init_lr, num_train_steps, num_warmup_steps):
     """Runs bert.optimization.create_optimizer's train op; returns per-step variable values."""
     graph = tf.Graph()
@@ -90,7 +62,7 @@ def _run_original(init, grads, init_lr, num_train_steps, num_warmup_steps):
         train_op = original.create_optimizer(
             loss, init_lr, num_train_steps, num_warmup_steps, use_tpu=False
         )
-        _read_global_step_before_increment(graph)
+        read_global_step_before_increment(graph)
         fetch = {v.name[: -len(":0")]: v for v in tf.compat.v1.global_variables()}
         history = []
         with tf.compat.v1.Session(graph=graph) as sess:
