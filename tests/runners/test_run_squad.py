@@ -87,33 +87,66 @@ def test_span_task_matches_the_original_model(original_gelu):
     np.testing.assert_allclose(loss, expected, rtol=1e-5)
 
 
-def test_fine_tuning_answers_squad_1_1(minilm_tf1, tmp_path):
-    write_squad(tmp_path / "train.json", num_paragraphs=200, seed=0)
+@pytest.fixture(scope="module")
+def trained(minilm_tf1, tmp_path_factory):
+    """One fine-tuning of MiniLM on SQuAD 2.0 data (--do_train --do_eval): its output folder,
+    files and stderr. Questions that the paragraph answers teach the spans SQuAD 1.1 asks for;
+    the others teach the null answer."""
+    root = tmp_path_factory.mktemp("squad_trained")
+    train = write_squad(root / "train.json", num_paragraphs=200, seed=2, unanswerable=0.5)
+    dev = write_squad(root / "dev.json", num_paragraphs=30, seed=3, unanswerable=0.5)
+    out = root / "out"
+    files = [f"--train_file={root / 'train.json'}", f"--predict_file={root / 'dev.json'}"]
+    # At 1e-4 (enough for 1.1) the loss on these 2.0 data can spike early and the model then
+    # answers every question of a paragraph alike (seen on one machine, not on another).
+    result = _run(
+        minilm_tf1,
+        out,
+        "--version_2_with_negative",
+        "--do_train",
+        "--do_eval",
+        "--num_train_epochs=4",
+        "--learning_rate=5e-5",
+        *files,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    questions = sum(len(p["qas"]) for p in train["data"][0]["paragraphs"])
+    return {
+        "out": out,
+        "dev": dev,
+        "files": files,
+        "stderr": result.stderr,
+        "steps": int(questions / 16 * 4),
+    }
+
+
+def test_fine_tuning_answers_squad_1_1(minilm_tf1, trained, tmp_path):
+    """The fine-tuned checkpoint answers a SQuAD 1.1 dev set (no unanswerable questions, no
+    --version_2_with_negative): the 1.1 evaluation, its files and nothing of 2.0's."""
+    # The steps counted in examples as the original: int(examples / 16 * 4).
+    assert f"Num steps = {trained['steps']}" in trained["stderr"]
     dev = write_squad(tmp_path / "dev.json", num_paragraphs=30, seed=1)
     out = tmp_path / "out"
     result = _run(
         minilm_tf1,
         out,
-        "--do_train",
+        "--do_train=false",
         "--do_eval",
-        f"--train_file={tmp_path / 'train.json'}",
+        f"--init_checkpoint={trained['out']}/model.ckpt-{trained['steps']}",
         f"--predict_file={tmp_path / 'dev.json'}",
-        "--num_train_epochs=4",
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    # int(600 examples / 16 * 4) = 150 steps, counted in examples as the original.
-    assert "Num steps = 150" in result.stderr
     predictions = _load(out / "predictions.json")
     qids = [qa["id"] for p in dev["data"][0]["paragraphs"] for qa in p["qas"]]
     assert list(predictions) == qids
     # tf-models-official's port of the official evaluate-v1.1.py (fractions, not percents).
+    # Measured: 1.0 and 1.0.
     scores = squad_evaluate_v1_1.evaluate(dev["data"], predictions)
     assert scores["exact_match"] >= 0.8 and scores["final_f1"] >= 0.8, scores
     # --do_eval wrote the same scores (in percent, as the official script prints them).
     results = _eval_results(out)
     assert float(results["exact_match"]) == pytest.approx(100 * scores["exact_match"], abs=1e-4)
     assert float(results["f1"]) == pytest.approx(100 * scores["final_f1"], abs=1e-4)
-    assert results["global_step"] == "150"
     assert not (out / "best_null_score_diff_threshold").exists()
     nbest = _load(out / "nbest_predictions.json")
     assert list(nbest) == qids
@@ -125,28 +158,14 @@ def test_fine_tuning_answers_squad_1_1(minilm_tf1, tmp_path):
     assert not (out / "null_odds.json").exists()
 
 
-def test_squad_2_0_null_odds_and_threshold(minilm_tf1, tmp_path):
-    write_squad(tmp_path / "train.json", num_paragraphs=200, seed=2, unanswerable=0.5)
-    dev = write_squad(tmp_path / "dev.json", num_paragraphs=30, seed=3, unanswerable=0.5)
-    out = tmp_path / "out"
-    files = [f"--train_file={tmp_path / 'train.json'}", f"--predict_file={tmp_path / 'dev.json'}"]
-    common = ["--version_2_with_negative", *files]
-    # At 1e-4 (enough for 1.1) the loss on these 2.0 data can spike early and the model then
-    # answers every question of a paragraph alike (seen on one machine, not on another).
-    result = _run(
-        minilm_tf1,
-        out,
-        "--do_train",
-        "--do_eval",
-        "--num_train_epochs=4",
-        "--learning_rate=5e-5",
-        *common,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+def test_squad_2_0_null_odds_and_threshold(minilm_tf1, trained):
+    out, dev = trained["out"], trained["dev"]
+    common = ["--version_2_with_negative", *trained["files"]]
     predictions = _load(out / "predictions.json")
     null_odds = _load(out / "null_odds.json")
     assert list(null_odds) == list(predictions)
     # The port of evaluate-v2.0.py, with null_odds.json as its --na-prob-file (percents).
+    # Measured: HasAns_f1 100.
     scores = squad_evaluate_v2_0.evaluate(dev["data"], predictions, null_odds)
     assert scores["HasAns_f1"] >= 80, dict(scores)
     assert "NoAns_f1" in scores
@@ -154,6 +173,7 @@ def test_squad_2_0_null_odds_and_threshold(minilm_tf1, tmp_path):
     # --do_eval: the official scores, and the best threshold of the official search run on
     # each question's best non-null answer (so every threshold is tried with its answer).
     results = _eval_results(out)
+    assert results["global_step"] == str(trained["steps"])
     for key in ("exact", "f1", "HasAns_f1", "NoAns_f1"):
         assert float(results[key]) == pytest.approx(scores[key], abs=1e-4), key
     nbest = _load(out / "nbest_predictions.json")
