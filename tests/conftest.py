@@ -1,6 +1,8 @@
 """Shared fixtures: references produced by Google's own code, once per test session."""
 
+import fcntl
 import os
+import shutil
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -14,10 +16,37 @@ from tests.helpers.scripts import REPO, run_in_repo  # noqa: E402
 from tests.oracles import run_oracle  # noqa: E402
 
 
+def built_once(tmp_path_factory, name, build):
+    """The folder `name`, filled by `build(folder)` once per test session.
+
+    Under pytest-xdist the workers of one session share the parent of their base temporary
+    folders: the first worker to ask builds there under a file lock, the others wait for it
+    and read the same files (fixtures that take a minute would otherwise be built once per
+    worker). Users of the folder only read it.
+    """
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        folder = tmp_path_factory.mktemp(name)
+        build(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent
+    folder = shared / name
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".complete").exists():
+            # A worker that failed half-way left no marker: start again from nothing.
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            (folder / ".complete").touch()
+    return folder
+
+
 def _original(tmp_path_factory, hidden_act, seed, with_heads):
-    out = tmp_path_factory.mktemp(f"original_{hidden_act}_{seed}")
-    args = ["--out_dir", out, "--hidden_act", hidden_act, "--seed", seed]
-    run_oracle("original_bert", args + (["--with_heads"] if with_heads else []))
+    def build(out):
+        args = ["--out_dir", out, "--hidden_act", hidden_act, "--seed", seed]
+        run_oracle("original_bert", args + (["--with_heads"] if with_heads else []))
+
+    out = built_once(tmp_path_factory, f"original_{hidden_act}_{seed}", build)
     return {
         "dir": str(out),
         "ckpt": str(out / "bert_model.ckpt"),
@@ -66,20 +95,22 @@ def oracle_flags():
 def minilm_tf1(tmp_path_factory):
     """all-MiniLM-L6-v2 (real weights) converted by convert_checkpoint.py to the original
     layout: bert_model.ckpt, bert_config.json and vocab.txt."""
-    out = tmp_path_factory.mktemp("minilm_tf1")
-    result = run_in_repo(
-        [
-            sys.executable,
-            os.path.join(REPO, "convert_checkpoint.py"),
-            f"--input_checkpoint={minilm_dir()}",
-            "--input_format=hf",
-            f"--output_dir={out}",
-            "--output_format=tf1",
-        ],
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out
+
+    def build(out):
+        result = run_in_repo(
+            [
+                sys.executable,
+                os.path.join(REPO, "convert_checkpoint.py"),
+                f"--input_checkpoint={minilm_dir()}",
+                "--input_format=hf",
+                f"--output_dir={out}",
+                "--output_format=tf1",
+            ],
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+
+    return built_once(tmp_path_factory, "minilm_tf1", build)
 
 
 @pytest.fixture(scope="module")
