@@ -13,20 +13,15 @@ Set `vocab_size` in bert_config.json to the number of lines written (the request
 the corpus is too small, which is logged).
 """
 
-import os
-
-# Before TensorFlow loads: no C++ start-up notices (CPU features, oneDNN, and on machines without
-# a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
-
 from absl import flags
 
-from data.tokenization import vocab_builder
 from fileio.errors import run_command
 from training.flag_rules import check_flags
+from training.flags import quiet_tensorflow_logs
 from training.settings import log_at_info
 
 FLAGS = flags.FLAGS
+quiet_tensorflow_logs()
 
 flags.DEFINE_string("input_file", None, "Comma-separated globs of text files (one text per line).")
 flags.DEFINE_string("output_file", None, "The vocab.txt to write.")
@@ -62,6 +57,9 @@ def main(_):
     log_at_info(FLAGS)
     check_flags(FLAGS)
     pad, unk, cls, sep, mask = (int(v) for v in FLAGS.special_token_ids)
+    # TensorFlow loads here, once the command line is known to work.
+    from data.tokenization import vocab_builder
+
     layout = vocab_builder.VocabLayout(pad, unk, cls, sep, mask, num_unused=FLAGS.num_unused)
     vocab_builder.build_vocab_file(
         FLAGS.input_file,

@@ -15,20 +15,16 @@ written under a temporary name and renamed; an existing --export_dir is replaced
 --overwrite. Loading a text-in export needs `import tensorflow_text` (the WordPiece op).
 """
 
-import os
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
-
 from absl import flags
 
 from fileio.errors import run_command
 from modeling.config import BertConfig
 from training.flag_rules import check_flags
-from training.flags import define_precision_flag
-from training.jobs.export_run import ExportRun, export_model
+from training.flags import define_precision_flag, quiet_tensorflow_logs
 from training.settings import log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS
+quiet_tensorflow_logs()
 
 flags.DEFINE_enum(
     "task",
@@ -94,6 +90,9 @@ def main(_):
     given = {k: FLAGS[k].value if FLAGS[k].value is not None else v for k, v in defaults.items()}
     check_flags(FLAGS, **given)
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    # TensorFlow loads here, once the command line is known to work.
+    from training.jobs.export_run import ExportRun, export_model
+
     run = settings_from_flags(ExportRun, FLAGS, do_lower_case=lower_case, **given)
     export_model(run, bert_config)
 

@@ -9,12 +9,6 @@ Example:
         --max_seq_length=128 --batch_size=8
 """
 
-import os
-
-# Before TensorFlow loads: no C++ start-up notices (CPU features, oneDNN, and on machines without
-# a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
-
 from absl import flags
 
 from data.tokenization.full_tokenizer import FullTokenizer
@@ -22,11 +16,10 @@ from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
 from training.flag_rules import check_flags
-from training.jobs.extraction_run import ExtractionRun, extract_features
 from training.settings import log_at_info, settings_from_flags
-from training.strategy import create_strategy
 
 FLAGS = flags.FLAGS
+training_flags.quiet_tensorflow_logs()
 
 flags.DEFINE_string("input_file", None, "One example per line: 'text_a' or 'text_a ||| text_b'.")
 flags.DEFINE_string("output_file", None, "JSON lines output.")
@@ -72,6 +65,10 @@ def main(_):
     config.check_max_seq_length(FLAGS.max_seq_length)
     layers = parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
     tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+    # TensorFlow loads here, once the command line is known to work.
+    from training.jobs.extraction_run import ExtractionRun, extract_features
+    from training.strategy import create_strategy
+
     run = settings_from_flags(ExtractionRun, FLAGS, layers=layers)
     extract_features(run, config, tokenizer, create_strategy("one_device"))
 

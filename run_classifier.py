@@ -13,21 +13,15 @@ With --do_predict it writes test_results.tsv (the original's format) and the GLU
 file(s) of the task (e.g. MRPC.tsv); build_glue_submission.py zips a full set.
 """
 
-import os
-
-# Before TensorFlow loads: no C++ start-up notices (CPU features, oneDNN, and on machines without
-# a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
-
 from absl import flags
 
 from data.glue.processors import canonical_task_name, get_processor
 from fileio.errors import run_command
 from training import flags as training_flags
-from training.jobs.classifier_run import ClassifierRun, run_classifier
 from training.settings import settings_from_flags
 
 FLAGS = flags.FLAGS
+training_flags.quiet_tensorflow_logs()
 
 training_flags.define_model_flags()
 training_flags.define_run_flags(fine_tuning=True, head_dropout=True, length_grouping=True)
@@ -45,10 +39,14 @@ training_flags.define_training_flags()
 
 
 def main(_):
-    bert_config, strategy, tokenizer = training_flags.start_fine_tuning(FLAGS)
+    bert_config, tokenizer = training_flags.check_fine_tuning(FLAGS)
     task_name = canonical_task_name(FLAGS.task_name)
     options = {"language": FLAGS.xnli_language} if task_name == "xnli" else {}
     processor = get_processor(FLAGS.task_name, **options)
+    # TensorFlow loads here, once the command line is known to work.
+    from training.jobs.classifier_run import ClassifierRun, run_classifier
+
+    strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(ClassifierRun, FLAGS, task_name=task_name)
     train_config = training_flags.train_config_from_flags(FLAGS)
     run_classifier(run, bert_config, processor, tokenizer, strategy, train_config)

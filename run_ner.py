@@ -17,20 +17,14 @@ columns one space apart whether the input used spaces or tabs, with the predicte
 `perl conlleval.pl < eval_predictions.txt` scores it).
 """
 
-import os
-
-# Before TensorFlow loads: no C++ start-up notices (CPU features, oneDNN, and on machines without
-# a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
-
 from absl import flags
 
 from fileio.errors import run_command
 from training import flags as training_flags
-from training.jobs.ner_run import NerRun, run_ner
 from training.settings import settings_from_flags
 
 FLAGS = flags.FLAGS
+training_flags.quiet_tensorflow_logs()
 
 # Case carries much of the entity signal: this runner defaults to cased models.
 training_flags.define_model_flags(lower_case=False)
@@ -55,7 +49,11 @@ training_flags.define_training_flags()
 
 
 def main(_):
-    bert_config, strategy, tokenizer = training_flags.start_fine_tuning(FLAGS)
+    bert_config, tokenizer = training_flags.check_fine_tuning(FLAGS)
+    # TensorFlow loads here, once the command line is known to work.
+    from training.jobs.ner_run import NerRun, run_ner
+
+    strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(NerRun, FLAGS)
     train_config = training_flags.train_config_from_flags(FLAGS)
     run_ner(run, bert_config, tokenizer, strategy, train_config)

@@ -14,22 +14,16 @@ Running the same command again after an interruption resumes from the last check
 --num_accumulation_steps (see training/flags.py).
 """
 
-import os
-
-# Before TensorFlow loads: no C++ start-up notices (CPU features, oneDNN, and on machines without
-# a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
-
 from absl import flags
 
 from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
 from training.flag_rules import check_flags
-from training.jobs.pretraining_run import PretrainingRun, run_pretraining
 from training.settings import log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS
+training_flags.quiet_tensorflow_logs()
 
 training_flags.define_model_flags(with_vocab=False)
 training_flags.define_run_flags(fine_tuning=False)
@@ -52,8 +46,10 @@ def main(_):
         raise ValueError("At least one of `do_train` or `do_eval` must be True.")
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
     bert_config.check_max_seq_length(FLAGS.max_seq_length)
-    strategy = training_flags.strategy_from_flags(FLAGS)
-    training_flags.seed_from_flags(FLAGS)
+    # TensorFlow loads here, once the command line is known to work.
+    from training.jobs.pretraining_run import PretrainingRun, run_pretraining
+
+    strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(PretrainingRun, FLAGS)
     run_pretraining(run, bert_config, strategy, training_flags.train_config_from_flags(FLAGS))
 

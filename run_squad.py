@@ -13,12 +13,6 @@ With --do_predict it writes predictions.json and nbest_predictions.json (and nul
 --version_2_with_negative), the files the official evaluate-v1.1.py / evaluate-v2.0.py read.
 """
 
-import os
-
-# Before TensorFlow loads: no C++ start-up notices (CPU features, oneDNN, and on machines without
-# a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
-
 from absl import flags
 
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
@@ -26,10 +20,10 @@ from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
 from training.flag_rules import check_flags
-from training.jobs.squad_run import SquadRun, run_squad
 from training.settings import log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS
+training_flags.quiet_tensorflow_logs()
 
 training_flags.define_model_flags()
 training_flags.define_run_flags(fine_tuning=True)
@@ -74,9 +68,11 @@ def main(_):
     check_flags(FLAGS)
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
     validate_flags_or_throw(bert_config)
-    strategy = training_flags.strategy_from_flags(FLAGS)
     tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-    training_flags.seed_from_flags(FLAGS)
+    # TensorFlow loads here, once the command line is known to work.
+    from training.jobs.squad_run import SquadRun, run_squad
+
+    strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(SquadRun, FLAGS)
     run_squad(run, bert_config, tokenizer, strategy, training_flags.train_config_from_flags(FLAGS))
 

@@ -3,10 +3,9 @@
 import copy
 import json
 
-import tensorflow as tf
-
 from fileio.atomic import write_atomically
 from fileio.errors import UserError
+from fileio.reading import is_file, open_for_reading
 
 # The activations a config may name; "gelu" is the original release's tanh approximation and
 # "gelu_exact" the erf form (see modeling/activations.py).
@@ -90,12 +89,12 @@ class BertConfig:
             ValueError: if the file is missing, damaged (empty, not UTF-8, not JSON, not an
                 object, no vocab_size) or holds a value no model can use (see `validate`).
         """
-        if not tf.io.gfile.exists(json_file):
+        if not is_file(json_file):
             raise ValueError(
                 f"bert_config file not found: {json_file}. Pass --bert_config_file pointing to "
                 "the bert_config.json that came with the checkpoint."
             )
-        with tf.io.gfile.GFile(json_file, "rb") as reader:
+        with open_for_reading(json_file, binary=True) as reader:
             raw = reader.read()
         fix = "restore the bert_config.json that came with the checkpoint"
         if not raw.strip():

@@ -1,19 +1,35 @@
-"""Flag groups shared by the runners. Only runners import this module (it defines absl flags)."""
+"""Flag groups shared by the runners and how a runner starts. Only runners import this module
+(it defines absl flags).
+
+TensorFlow-free until a runner asks for its strategy: a runner checks its command line, its
+config and its vocabulary first (`check_fine_tuning`), and a command line that cannot work ends
+in a second instead of after TensorFlow's start (5-10 s).
+"""
 
 import os
 import sys
 
-import keras
-import tensorflow as tf
 from absl import flags
 
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
 from fileio.errors import UserError
 from modeling.config import BertConfig
 from training.flag_rules import check_flags
-from training.precision import PRECISIONS
-from training.settings import TrainConfig, log_at_info, settings_from_flags
-from training.strategy import STRATEGIES, create_strategy
+from training.settings import (
+    PRECISIONS,
+    STRATEGIES,
+    TrainConfig,
+    log_at_info,
+    settings_from_flags,
+)
+
+
+def quiet_tensorflow_logs():
+    """No C++ start-up notices from TensorFlow (CPU features, oneDNN, and on machines without a
+    GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them. A runner calls
+    it before TensorFlow loads."""
+    on_gpu_machine = os.path.exists("/proc/driver/nvidia")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if on_gpu_machine else "3")
 
 
 def define_model_flags(with_vocab=True, lower_case=True):
@@ -188,6 +204,8 @@ def strategy_from_flags(flag_values):
     The TPU is `--tpu_name` in `--tpu_zone` of `--gcp_project`, or the `--master` address, as
     in the original; `--num_tpu_cores` is checked against it when given on the command line.
     """
+    from training.strategy import create_strategy
+
     return create_strategy(
         strategy_name(flag_values),
         num_gpus=flag_values.num_gpus,
@@ -203,6 +221,9 @@ def strategy_from_flags(flag_values):
 
 def seed_from_flags(flag_values):
     """Seeds Keras/TF/NumPy and, with --deterministic, turns on deterministic ops."""
+    import keras
+    import tensorflow as tf
+
     keras.utils.set_random_seed(flag_values.seed)
     if flag_values.deterministic:
         tf.config.experimental.enable_op_determinism()
@@ -228,12 +249,12 @@ def train_config_from_flags(flag_values, **overrides):
     return settings_from_flags(TrainConfig, flag_values, **overrides)
 
 
-def start_fine_tuning(flag_values):
-    """The start of run_classifier / run_ner: the original's checks, in its order and with its
-    messages, then the model config, the strategy, the tokenizer and the seeds.
+def check_fine_tuning(flag_values):
+    """The start of run_classifier / run_ner before TensorFlow loads: the original's checks, in
+    its order and with its messages, then the model config and the tokenizer.
 
     Returns:
-        (bert_config, strategy, tokenizer).
+        (bert_config, tokenizer).
 
     Raises:
         ValueError: a size or setting that cannot work (`training.flag_rules`), a cased/uncased
@@ -247,7 +268,16 @@ def start_fine_tuning(flag_values):
         raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
     bert_config = BertConfig.from_json_file(flag_values.bert_config_file).validate()
     bert_config.check_max_seq_length(flag_values.max_seq_length)
-    strategy = strategy_from_flags(flag_values)
     tokenizer = FullTokenizer(flag_values.vocab_file, flag_values.do_lower_case)
+    return bert_config, tokenizer
+
+
+def start_tensorflow(flag_values):
+    """Creates the strategy (the first TensorFlow work of the process) and seeds the run.
+
+    Returns:
+        The `tf.distribute.Strategy`.
+    """
+    strategy = strategy_from_flags(flag_values)
     seed_from_flags(flag_values)
-    return bert_config, strategy, tokenizer
+    return strategy

@@ -19,7 +19,7 @@ import functools
 import keras
 import tensorflow as tf
 
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+from training.settings import PRECISIONS
 
 
 def check_precision(precision):

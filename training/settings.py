@@ -9,6 +9,11 @@ import dataclasses
 
 from absl import logging
 
+# --precision: the Keras mixed-precision policies a run may use (`training.precision`).
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# --strategy: the tf.distribute strategies a run may use (`training.strategy`).
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
 
 def settings_from_flags(settings_class, flag_values, **overrides):
     """Builds a settings dataclass from the flags of the same names.

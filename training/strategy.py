@@ -24,8 +24,7 @@ from absl import logging
 
 from fileio.errors import UserError
 from training.peer_failures import TRAINING_JOBS, peer_failures_reported
-
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+from training.settings import STRATEGIES
 
 
 def read_tf_config():
