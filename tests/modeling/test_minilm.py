@@ -15,7 +15,8 @@ from tests.helpers.minilm import minilm_dir
 from tests.helpers.paths import TESTDATA
 
 REFERENCE = os.path.join(TESTDATA, "minilm_l6_reference.npz")
-TOL = 1e-4
+# Measured: 2.9e-6 largest difference on real tokens (float32 sums in another order).
+TOL = 3e-5
 
 
 @pytest.fixture(scope="module")

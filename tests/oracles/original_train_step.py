@@ -16,35 +16,14 @@ batches of B, no shuffling) and runs its training op N times in ``tf.compat.v1``
 Writes ``OUT.npz``: every trainable variable after the last step under its checkpoint name,
 ``global_step`` and ``losses`` (float32 [N]: the loss of each step, before its update).
 
-TF 2 has no ``tf.compat.v1.estimator``: the module's ``tf`` is replaced by a view of
-``tf.compat.v1`` whose ``estimator`` holds ``ModeKeys`` and a `TPUEstimatorSpec` that keeps
-what `model_fn` returns. Must run with ``TF_USE_LEGACY_KERAS=1`` (set here if missing).
+TF 2 has no ``tf.compat.v1.estimator``: the module's ``tf`` is replaced by
+``tf1_graph.with_estimator``. Must run with ``TF_USE_LEGACY_KERAS=1`` (set here if missing).
 """
 
 import argparse
 import os
-import types
 
 import numpy as np
-
-
-class _EstimatorSpec:
-    """Keeps the keyword arguments `model_fn` builds its spec from (mode, loss, train_op)."""
-
-    def __init__(self, **kwargs):
-        self.__dict__.update(kwargs)
-
-
-def _tf_with_estimator(tf1):
-    """``tf.compat.v1`` with the two members of ``estimator`` that `model_fn` reads."""
-    view = types.ModuleType("tf_compat_v1_with_estimator")
-    view.estimator = types.SimpleNamespace(
-        ModeKeys=types.SimpleNamespace(TRAIN="train", EVAL="eval", PREDICT="infer"),
-        tpu=types.SimpleNamespace(TPUEstimatorSpec=_EstimatorSpec),
-    )
-    # Module-level __getattr__ (PEP 562): everything else is tf.compat.v1's own.
-    view.__getattr__ = lambda name: getattr(tf1, name)
-    return view
 
 
 def _parse_args(argv=None):
@@ -72,13 +51,13 @@ def main(argv=None):
     import tensorflow as tf
 
     from tests.oracles import contrib_stub
-    from tests.oracles.tf1_graph import read_global_step_before_increment
+    from tests.oracles.tf1_graph import read_global_step_before_increment, with_estimator
 
     contrib_stub.install()
     from bert import modeling, run_pretraining
 
     tf1 = tf.compat.v1
-    run_pretraining.tf = _tf_with_estimator(tf1)
+    run_pretraining.tf = with_estimator(tf1)
     config = modeling.BertConfig.from_json_file(args.bert_config_file)
     graph = tf.Graph()
     with graph.as_default():

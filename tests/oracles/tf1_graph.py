@@ -1,4 +1,30 @@
-"""Helpers for running the original's training op in ``tf.compat.v1`` graph mode."""
+"""Helpers for running the original's `model_fn`s in ``tf.compat.v1`` graph mode."""
+
+import types
+
+
+class _EstimatorSpec:
+    """Keeps the keyword arguments a `model_fn` builds its spec from (loss, train_op, ...)."""
+
+    def __init__(self, **kwargs):
+        self.__dict__.update(kwargs)
+
+
+def with_estimator(tf1):
+    """``tf.compat.v1`` plus the members of ``estimator`` the original `model_fn`s read.
+
+    TF 2 has no ``tf.compat.v1.estimator``; an original module's global ``tf`` is replaced by
+    this view, whose ``estimator.ModeKeys`` are the TF1 values and whose
+    ``estimator.tpu.TPUEstimatorSpec`` keeps what `model_fn` returns.
+    """
+    view = types.ModuleType("tf_compat_v1_with_estimator")
+    view.estimator = types.SimpleNamespace(
+        ModeKeys=types.SimpleNamespace(TRAIN="train", EVAL="eval", PREDICT="infer"),
+        tpu=types.SimpleNamespace(TPUEstimatorSpec=_EstimatorSpec),
+    )
+    # Module-level __getattr__ (PEP 562): everything else is tf.compat.v1's own.
+    view.__getattr__ = lambda name: getattr(tf1, name)
+    return view
 
 
 def read_global_step_before_increment(graph):

@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import pytest
+import sklearn.metrics as skm
 import tensorflow as tf
 
 from data.glue.features import convert_examples_to_features
@@ -153,17 +154,7 @@ def test_cola_reports_matthews_correlation(model_files, tmp_path):
     probabilities, label_ids, losses = _model_outputs("cola", checkpoint, examples)
     _check_eval(results, "", probabilities, label_ids, losses)
     predicted = np.argmax(probabilities, -1)
-    # Matthews correlation from the confusion counts (0 when undefined, as sklearn).
-    tp, tn = (
-        np.sum((predicted == 1) & (label_ids == 1)),
-        np.sum((predicted == 0) & (label_ids == 0)),
-    )
-    fp, fn = (
-        np.sum((predicted == 1) & (label_ids == 0)),
-        np.sum((predicted == 0) & (label_ids == 1)),
-    )
-    denominator = np.sqrt(float((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)))
-    mcc = (tp * tn - fp * fn) / denominator if denominator else 0.0
+    mcc = skm.matthews_corrcoef(label_ids, predicted)
     np.testing.assert_allclose(float(results["eval_mcc"]), mcc, atol=1e-6)
     rows = _rows(out / "CoLA.tsv")
     test = get_processor("cola").get_test_examples(os.path.join(GLUE, "CoLA"))

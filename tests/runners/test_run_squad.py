@@ -1,18 +1,14 @@
-"""run_squad.py end to end with real weights, and the span task against the original's model."""
+"""run_squad.py end to end with real weights (the span head against the original: tests/training/test_tasks.py)."""
 
 import json
 import os
 import sys
 
-import numpy as np
 import pytest
 from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
 
-from modeling import tf1_checkpoint
-from modeling.config import BertConfig
 from tests.helpers.scripts import REPO, run_in_repo
 from tests.helpers.squad_tasks import write_squad
-from training.tasks import SquadTask
 
 
 def _run(minilm_tf1, out, *extra):
@@ -44,47 +40,6 @@ def _eval_results(out):
 def _load(path):
     with open(path) as f:
         return json.load(f)
-
-
-def test_span_task_matches_the_original_model(original_gelu):
-    """Logits and loss of `SquadTask` on the original encoder's sequence output: the original's
-    head (sequence_output · Wᵀ + b, nothing masked) and loss ((CE_start + CE_end) / 2, batch
-    means), computed here in NumPy from the oracle's sequence_output."""
-    ref = original_gelu["ref"]
-    config = BertConfig.from_json_file(original_gelu["config"])
-    task = SquadTask(config)
-    task.build_model()
-    tf1_checkpoint.load_tf1_checkpoint(original_gelu["ckpt"], bert_model=task.model.bert)
-    rng = np.random.default_rng(5)
-    hidden = config.hidden_size
-    weights = rng.normal(0, 0.5, (2, hidden)).astype(np.float32)
-    bias = rng.normal(0, 0.5, 2).astype(np.float32)
-    names = task.variable_map()
-    names["cls/squad/output_weights"].assign(weights)
-    names["cls/squad/output_bias"].assign(bias)
-    batch, seq = ref["input_ids"].shape
-    features = {k: ref[k] for k in ("input_ids", "input_mask", "segment_ids")}
-    features["start_positions"] = rng.integers(0, seq, batch).astype(np.int32)
-    features["end_positions"] = rng.integers(0, seq, batch).astype(np.int32)
-    aux = task.forward(features, training=False)
-
-    logits = ref["sequence_output"] @ weights.T + bias  # [B, S, 2]
-    np.testing.assert_allclose(aux["start_logits"], logits[..., 0], atol=1e-5)
-    np.testing.assert_allclose(aux["end_logits"], logits[..., 1], atol=1e-5)
-
-    def cross_entropy(side_logits, positions):
-        shifted = side_logits - side_logits.max(-1, keepdims=True)
-        log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-        return -log_probs[np.arange(batch), positions].mean()
-
-    expected = (
-        cross_entropy(logits[..., 0], features["start_positions"])
-        + cross_entropy(logits[..., 1], features["end_positions"])
-    ) / 2
-    terms = task.loss_numerators(aux)
-    weights_ = task.loss_weights(features)
-    loss = sum(float(n) / float(w) for n, w in zip(terms, weights_, strict=True))
-    np.testing.assert_allclose(loss, expected, rtol=1e-5)
 
 
 @pytest.fixture(scope="module")

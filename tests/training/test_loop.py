@@ -87,8 +87,9 @@ def test_xla_with_fused_update_matches_plain_step(data, tmp_path):
     plain = _run_harness(data, tmp_path / "a", tmp_path / "a.npz", "--batch", 8)
     xla = _run_harness(data, tmp_path / "b", tmp_path / "b.npz", "--batch", 8, "--xla")
     assert len(xla["losses"]) == 10
-    assert np.abs(plain["losses"] - xla["losses"]).max() <= 1e-4
-    assert _max_weight_diff(plain, xla) <= 1e-4
+    # Measured: losses 4.8e-7, weights 1.2e-7 apart (XLA fuses and orders sums its own way).
+    assert np.abs(plain["losses"] - xla["losses"]).max() <= 5e-6
+    assert _max_weight_diff(plain, xla) <= 2e-6
 
 
 def test_predict_with_xla_matches_eager_model_in_order(tmp_path):

@@ -1,4 +1,5 @@
-"""The tasks' losses and metrics (training/tasks.py) against the original run_pretraining."""
+"""The tasks' heads, losses and metrics (training/tasks.py) against the original's
+run_pretraining, run_classifier and run_squad code."""
 
 import os
 import sys
@@ -129,3 +130,130 @@ def test_task_losses_match_the_original_on_real_pretraining_data(tmp_path):
         nsp_expected,
         atol=1e-6,
     )
+
+
+def _head_problem(original_gelu, tmp_path, heads, labels):
+    """The oracle checkpoint plus random head weights (`heads`: name -> shape), its config
+    without dropout, and the reference batch with `labels` added."""
+    import json
+
+    rng = np.random.default_rng(5)
+    arrays = tf1_checkpoint.read_checkpoint(original_gelu["ckpt"])
+    for name, shape in heads.items():
+        arrays[name] = rng.normal(0, 0.5, shape).astype(np.float32)
+    ckpt = tf1_checkpoint.save_tf1_checkpoint(arrays, str(tmp_path / "ckpt" / "model.ckpt"))
+    with open(original_gelu["config"]) as f:
+        config = json.load(f)
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    (tmp_path / "bert_config.json").write_text(json.dumps(config))
+    ref = original_gelu["ref"]
+    batch = {k: ref[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    batch.update({k: v(rng, batch["input_ids"].shape) for k, v in labels.items()})
+    np.savez(tmp_path / "inputs.npz", **batch)
+    return ckpt, BertConfig.from_json_file(str(tmp_path / "bert_config.json")), batch
+
+
+def _original_head(task, tmp_path, ckpt, *extra):
+    from tests.oracles import run_oracle
+
+    out = tmp_path / "original.npz"
+    run_oracle(
+        "original_task_heads",
+        [
+            f"--task={task}",
+            f"--bert_config_file={tmp_path / 'bert_config.json'}",
+            f"--init_checkpoint={ckpt}",
+            f"--inputs={tmp_path / 'inputs.npz'}",
+            f"--out={out}",
+            *extra,
+        ],
+    )
+    return dict(np.load(out))
+
+
+def _loss(task, aux, features):
+    terms = task.loss_numerators(aux)
+    weights = task.loss_weights(features)
+    return sum(
+        float(n) / (float(w) + eps)
+        for n, w, eps in zip(terms, weights, task.loss_epsilons, strict=True)
+    )
+
+
+def test_classifier_head_and_loss_match_the_original(original_gelu, tmp_path):
+    """ClassifierTask against run_classifier.create_model (is_training=False) on the same
+    checkpoint and batch: logits, probabilities, per-example and mean loss."""
+    from training.tasks import ClassifierTask
+
+    hidden = 32
+    ckpt, config, batch = _head_problem(
+        original_gelu,
+        tmp_path,
+        {"output_weights": (3, hidden), "output_bias": (3,)},
+        {"label_ids": lambda rng, shape: rng.integers(0, 3, shape[0]).astype(np.int32)},
+    )
+    original = _original_head("classifier", tmp_path, ckpt, "--num_labels=3")
+    task = ClassifierTask(config, 3)
+    task.build_model()
+    tf1_checkpoint.assign_arrays(
+        task.variable_map(), tf1_checkpoint.read_checkpoint(ckpt), source=ckpt, strict=False
+    )
+    aux = task.forward(batch, training=False)
+    # Measured: logits 1.1e-6, probabilities 2.7e-7, per-example losses 4.8e-7 apart; the
+    # loss 1.6e-7 relative.
+    np.testing.assert_allclose(aux["logits"], original["logits"], atol=1e-5)
+    np.testing.assert_allclose(aux["predictions"], original["probabilities"], atol=3e-6)
+    np.testing.assert_allclose(aux["per_example_loss"], original["per_example_loss"], atol=5e-6)
+    np.testing.assert_allclose(_loss(task, aux, batch), original["loss"], rtol=2e-6)
+
+
+def test_regression_loss_is_the_mean_squared_error(original_gelu, tmp_path):
+    """STS-B (the original has no regression): one output, and the loss scikit-learn's mean
+    squared error of it; padding examples count for nothing."""
+    from sklearn.metrics import mean_squared_error
+
+    from training.tasks import ClassifierTask
+
+    ref = original_gelu["ref"]
+    config = BertConfig.from_json_file(original_gelu["config"])
+    task = ClassifierTask(config, 1, is_regression=True)
+    task.build_model()
+    tf1_checkpoint.load_tf1_checkpoint(original_gelu["ckpt"], bert_model=task.model.bert)
+    batch = {k: ref[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    batch["label_ids"] = np.array([0.5, 4.0, 2.25, 3.0], np.float32)
+    batch["is_real_example"] = np.array([1, 1, 1, 0], np.int32)
+    aux = task.forward(batch, training=False)
+    scores = aux["predictions"].numpy()
+    assert aux["logits"].shape == (4, 1)
+    expected = mean_squared_error(batch["label_ids"][:3], scores[:3])
+    # Measured: 2.3e-8 relative.
+    np.testing.assert_allclose(_loss(task, aux, batch), expected, rtol=1e-6)
+
+
+def test_squad_head_and_loss_match_the_original(original_gelu, tmp_path):
+    """SquadTask against run_squad's model_fn: PREDICT mode's start and end logits (every
+    position, padding included) and TRAIN mode's loss (without dropout)."""
+    from training.tasks import SquadTask
+
+    def positions(rng, shape):
+        return rng.integers(0, shape[1], shape[0]).astype(np.int32)
+
+    hidden = 32
+    ckpt, config, batch = _head_problem(
+        original_gelu,
+        tmp_path,
+        {"cls/squad/output_weights": (2, hidden), "cls/squad/output_bias": (2,)},
+        {"start_positions": positions, "end_positions": positions},
+    )
+    original = _original_head("squad", tmp_path, ckpt)
+    task = SquadTask(config)
+    task.build_model()
+    tf1_checkpoint.assign_arrays(
+        task.variable_map(), tf1_checkpoint.read_checkpoint(ckpt), source=ckpt, strict=False
+    )
+    aux = task.forward(batch, training=False)
+    # Measured: logits up to 3.3e-6 apart (head weights of 0.5 over 32 units magnify the
+    # encoder's float32 rounding); the loss 3.8e-8 relative.
+    np.testing.assert_allclose(aux["start_logits"], original["start_logits"], atol=3e-5)
+    np.testing.assert_allclose(aux["end_logits"], original["end_logits"], atol=3e-5)
+    np.testing.assert_allclose(_loss(task, aux, batch), original["loss"], rtol=1e-6)
