@@ -1,4 +1,5 @@
-"""run_squad.py end to end with real weights (the span head against the original: tests/training/test_tasks.py)."""
+"""run_squad.py end to end with real weights (the span head and loss against the original's are
+in tests/training/test_tasks.py)."""
 
 import json
 import os
