@@ -29,6 +29,7 @@ ratio cut / pad.
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -137,7 +138,7 @@ def _trainer(args, config, num_steps, padding):
     trainer = Trainer(task, create_strategy("one_device"), train_config)
     if padding == "unpacked":
         # The cut without token packing: `train` builds the input, so this still takes effect.
-        trainer._token_slots = lambda: 0
+        trainer.plan = dataclasses.replace(trainer.plan, real_tokens_only=False)
     return trainer
 
 

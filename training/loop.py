@@ -17,30 +17,16 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from data.records.batching import FINE_BUCKET_WIDTH, Batching, micro_batches
+from data.records.batching import micro_batches
+from fileio.errors import UserError
 from modeling import tf1_checkpoint
 from modeling.optimization import create_optimizer
 from training import inference, summaries
+from training.batch_plan import plan_batches
 from training.checkpointer import StopRequest, TrainingCheckpointer, export_original
-from training.distributed_input import (
-    inference_batches,
-    pad_to_whole_batches,
-    trim_lengths,
-    whole_batches,
-)
+from training.distributed_input import inference_batches, whole_batches
 from training.precision import DynamicLossScale, check_precision
 from training.strategy import is_chief
-
-# Prediction sorts examples by length within windows of this many batches: long enough to
-# group similar lengths, short enough that memory stays flat on large files.
-_SORT_WINDOW_BATCHES = 64
-# --group_by_length sorts training examples within windows of this many batches (as Hugging
-# Face's length-grouped sampler): similar lengths per batch, yet every batch drawn from a
-# stretch of the shuffled stream.
-_GROUP_WINDOW_BATCHES = 50
-# XLA training steps run the encoder on a multiple of this many token slots per example: at
-# most max_seq_length / 16 token counts to compile, as many as cut lengths.
-_XLA_TOKEN_SLOTS = 16
 
 
 def _seed_state(model):
@@ -66,10 +52,7 @@ class Trainer:
         check_precision(config.precision)
         config.check(strategy.num_replicas_in_sync)
         self.task, self.strategy, self.config = task, strategy, config
-        self.pad_inference = pad_to_whole_batches(strategy, config.pad_to_whole_batches)
-        # Tasks whose loss or outputs read padding positions keep the full length.
-        self.trim = task.trims_padding and trim_lengths(strategy, config.pad_to_max_seq_length)
-        self.pack = self.trim and task.packs_tokens
+        self.plan = plan_batches(strategy, task, config)
         keras.mixed_precision.set_global_policy(config.precision)
         with strategy.scope():
             self.model = task.build_model()
@@ -147,9 +130,10 @@ class Trainer:
             loss, grads = loss_and_grads(features, denominators)
         else:
             # In order of length on cut batches, each naming its real tokens (`micro_batches`).
-            width = self._micro_batch_width()
-            slots = 1 if self.pack and width is not None else 0
-            part = micro_batches(features, k, width, token_slots=slots)
+            plan = self.plan
+            part = micro_batches(
+                features, k, plan.micro_batch_width, token_slots=plan.micro_batch_token_slots
+            )
             loss, grads = loss_and_grads(part(0), denominators)
             for i in tf.range(1, k):
                 micro_loss, micro_grads = loss_and_grads(part(i), denominators)
@@ -157,26 +141,6 @@ class Trainer:
                 grads = [a + b for a, b in zip(grads, micro_grads, strict=True)]
         loss, *grads = self._sum_over_replicas([loss, *grads])
         return self._clip_and_apply(loss, grads)
-
-    def _micro_batch_width(self):
-        """The length step of length-sorted micro-batches; None for consecutive slices.
-
-        Not under XLA: there the whole step compiles as one program, and micro-batches of
-        varying shape, compiled one by one, trained slower than it (BERT-Mini, 2-core CPU).
-        """
-        cfg = self.config
-        if not self.trim or cfg.num_accumulation_steps == 1 or cfg.use_xla:
-            return None
-        return FINE_BUCKET_WIDTH
-
-    def _token_slots(self):
-        """Training batches name their real tokens (`Batching.token_slots`), exactly or, for
-        XLA's static shapes, 16 slots per example; micro-batches name their own. Evaluation's
-        sorted batches keep little padding once cut: packing them measured 15% slower."""
-        cfg = self.config
-        if not self.pack or cfg.num_accumulation_steps > 1:
-            return 0
-        return _XLA_TOKEN_SLOTS if cfg.use_xla else 1
 
     def _sum_over_replicas(self, values):
         # With one replica the sum is the value itself; skipping the call keeps the step
@@ -257,13 +221,7 @@ class Trainer:
             self.strategy,
             lambda batching: dataset_fn(start, batching),
             is_training=True,
-            options=Batching(
-                trim_to_buckets=self.trim,
-                fine_buckets=not self.config.use_xla,
-                group_batches=_GROUP_WINDOW_BATCHES if cfg.group_by_length else 0,
-                group_seed=cfg.seed,
-                token_slots=self._token_slots(),
-            ),
+            options=self.plan.training(),
         )
         writer = summaries.SummaryWriter(cfg.output_dir, "train", enabled=is_chief(self.strategy))
         progress = summaries.Progress(self.step, cfg.num_train_steps, cfg.train_batch_size)
@@ -278,7 +236,7 @@ class Trainer:
                 self.step += n
                 losses.append((self.step, loss))
                 if not np.isfinite(loss):
-                    raise FloatingPointError(
+                    raise UserError(
                         f"Loss is {loss} at step {self.step}: training stopped. The last "
                         f"checkpoint in {cfg.output_dir} is the last good state; lower "
                         "--learning_rate or check the input data."
@@ -340,7 +298,7 @@ class Trainer:
             self.strategy,
             dataset_fn,
             is_training=False,
-            options=Batching(trim_to_buckets=self.trim, fine_buckets=not self.config.use_xla),
+            options=self.plan.evaluation(),
         )
         for _ in range(max_eval_steps):
             try:
@@ -373,14 +331,7 @@ class Trainer:
         Returns:
             dict name -> np.ndarray, concatenated over all examples, in order.
         """
-        options = Batching(
-            pad_to_whole_batches=self.pad_inference,
-            trim_to_buckets=self.trim,
-            fine_buckets=not self.config.use_xla,
-            # Similar lengths batched together; the outputs come back in input order.
-            sort_batches=_SORT_WINDOW_BATCHES if self.trim else 0,
-        )
-        batches = inference_batches(self.strategy, dataset_fn, options)
+        batches = inference_batches(self.strategy, dataset_fn, self.plan.prediction())
         progress = summaries.InferenceProgress("predict", num_examples)
         return inference.collect(inference.predictions(self._predict_step, batches, progress))
 

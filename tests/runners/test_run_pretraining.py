@@ -15,9 +15,7 @@ from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
 from modeling.heads import PretrainingHeads
-from tests.helpers.pretraining_records import write_records
 from tests.helpers.scripts import ENV, REPO, run_in_repo
-from tests.helpers.tiny_config import write_tiny_config
 
 
 def _pretrain_cmd(data, out_dir, *extra):
@@ -305,23 +303,33 @@ def test_init_checkpoint_mismatch_is_a_clear_error(data, tmp_path, original_gelu
 
 
 def test_nan_loss_stops_with_the_step(data, tmp_path):
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    write_records(bad / "data.tfrecord", num_examples=64)
-    write_tiny_config(bad / "bert_config.json")
-    # An infinite masked-LM weight makes the loss NaN from the first step on.
-    records = [
-        tf.train.Example.FromString(r.numpy())
-        for r in tf.data.TFRecordDataset(str(bad / "data.tfrecord"))
-    ]
-    with tf.io.TFRecordWriter(str(bad / "data.tfrecord")) as writer:
-        for example in records:
-            example.features.feature["masked_lm_weights"].float_list.value[0] = float("inf")
-            writer.write(example.SerializeToString())
-    result = run_in_repo(_pretrain_cmd(bad, tmp_path / "o", "--num_train_steps=5"), timeout=300)
+    """A learning rate of 1e30 gives weights of about 1e30 after the first update; the next
+    forward pass overflows and its loss is NaN. The run stops naming that step, and the
+    checkpoint saved before it stays the newest one, as it was saved."""
+    out = tmp_path / "o"
+    result = run_in_repo(
+        _pretrain_cmd(
+            data,
+            out,
+            "--num_train_steps=5",
+            "--num_warmup_steps=0",
+            "--learning_rate=1e30",
+            "--save_checkpoints_steps=1",
+        ),
+        timeout=300,
+    )
     assert result.returncode != 0
-    assert "Loss is nan at step 1: training stopped" in result.stderr
-    assert not tf.io.gfile.glob(str(tmp_path / "o" / "model.ckpt-*"))
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith(
+        "run_pretraining.py: error: Loss is nan at step 2: training stopped."
+    )
+    assert f"The last checkpoint in {out} is the last good state" in lines[-1]
+    assert [os.path.basename(p) for p in tf.io.gfile.glob(str(out / "model.ckpt-*.index"))] == [
+        "model.ckpt-1.index"
+    ]
+    saved = tf1_checkpoint.read_checkpoint(str(out / "model.ckpt-1"), include_optimizer=True)
+    assert all(np.isfinite(value).all() for value in saved.values())
+    assert int(saved["global_step"]) == 1
 
 
 @pytest.mark.parametrize(

@@ -100,9 +100,9 @@ def test_training_and_prediction_equal_full_length(files, tmp_path, name):
         trainer = _trainer(
             make_task, tmp_path / f"{pad}{accumulation}", pad, num_accumulation_steps=accumulation
         )
-        assert trainer.trim is (not pad)
+        assert trainer.plan.cut_to_length is (not pad)
         # The cut batches of one update name their real tokens; micro-batches do not.
-        assert trainer._token_slots() == (0 if pad or accumulation > 1 else 1)
+        assert trainer.plan.token_slots == (0 if pad or accumulation > 1 else 1)
         losses = trainer.train(lambda skip, b: reader("train", 8, True, skip, b))
         weights = {k: v.numpy() for k, v in trainer.task.variable_map().items()}
         outputs = trainer.predict(lambda b: reader("test", 8, False, 0, b))
@@ -141,8 +141,8 @@ def test_xla_training_on_cut_batches(files, tmp_path):
             use_xla=True,
             num_accumulation_steps=accumulation,
         )
-        assert trainer._micro_batch_width() is None and trainer._whole_step_compiled()
-        assert trainer._token_slots() == (16 if (not pad and accumulation == 1) else 0)
+        assert trainer.plan.micro_batch_width is None and trainer._whole_step_compiled()
+        assert trainer.plan.token_slots == (16 if (not pad and accumulation == 1) else 0)
         losses = trainer.train(lambda skip, b: reader("train", 8, True, skip, b))
         weights = {k: v.numpy() for k, v in trainer.task.variable_map().items()}
         runs.append((np.array([loss for _, loss in losses]), weights))

@@ -77,7 +77,7 @@ def test_padded_inference_equals_variable_shapes(tmp_path, task_name):
         keras.utils.set_random_seed(5)
         config = tiny_train_config(tmp_path / f"run{pad}", pad_to_whole_batches=pad)
         trainer = Trainer(make_task(), create_strategy("one_device"), config)
-        assert trainer.pad_inference is pad
+        assert trainer.plan.whole_inference_batches is pad
         outputs[pad] = trainer.predict(dataset_fn)
     for name, value in outputs[False].items():
         assert len(value) == 11, name
@@ -202,3 +202,33 @@ def test_variable_shapes_refused_where_replicas_need_static_ones():
     assert pad_to_whole_batches(fake) is True  # 4 replicas on 2 local devices: two workers
     with pytest.raises(ValueError, match="--pad_to_whole_batches=false cannot be used"):
         pad_to_whole_batches(fake, requested=False)
+
+
+def _tpu_strategy():
+    """An object of TensorFlow's own TPUStrategy class, as `create_strategy("tpu")` returns on
+    a TPU (built without one: only its type is read by the decisions under test)."""
+    strategy = object.__new__(tf.distribute.TPUStrategy)
+    assert isinstance(strategy, tf.distribute.TPUStrategy)
+    return strategy
+
+
+@pytest.mark.parametrize("make_task", [lambda c: ClassifierTask(c, 3), PretrainingTask])
+def test_a_tpu_runs_full_length_whole_batches(make_task, tmp_path):
+    """The plan the Trainer uses, on a TPUStrategy: every batch at the full length, no real-token
+    packing, whole evaluation and prediction batches; variable shapes refused."""
+    from training.batch_plan import plan_batches
+    from training.distributed_input import pad_to_whole_batches
+
+    task = make_task(tiny_config())
+    config = tiny_train_config(tmp_path)
+    plan = plan_batches(_tpu_strategy(), task, config)
+    assert not plan.cut_to_length and not plan.real_tokens_only
+    assert plan.whole_inference_batches
+    assert plan.training().token_slots == 0 and not plan.training().trim_to_buckets
+    assert plan.prediction().pad_to_whole_batches and plan.prediction().sort_batches == 0
+    with pytest.raises(ValueError, match="--pad_to_whole_batches=false cannot be used"):
+        pad_to_whole_batches(_tpu_strategy(), requested=False)
+    # The same task and settings on one CPU device: cut, and (classifier) real tokens only.
+    here = plan_batches(create_strategy("one_device"), task, config)
+    assert here.cut_to_length and not here.whole_inference_batches
+    assert here.real_tokens_only is task.packs_tokens

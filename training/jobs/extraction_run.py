@@ -10,17 +10,15 @@ from data.extraction.features import (
     format_json_line,
     read_examples,
 )
-from data.records.batching import Batching, batch_examples
+from data.records.batching import batch_examples
 from fileio.atomic import open_atomically
 from modeling.bert_model import BertModel
 from modeling.layers import weights_from_checkpoint
 from modeling.tf1_checkpoint import load_tf1_checkpoint
 from training import inference, summaries
-from training.distributed_input import inference_batches, trim_lengths
+from training.batch_plan import inference_plan
+from training.distributed_input import inference_batches
 from training.precision import compute_policy
-
-# Lines are sorted by length within windows of this many batches, then written in input order.
-_SORT_WINDOW_BATCHES = 64
 
 
 @dataclasses.dataclass
@@ -75,12 +73,7 @@ def extract_features(run, bert_config, tokenizer, strategy):
         name: tf.constant([getattr(f, name) for f in features], tf.int32)
         for name in ("input_ids", "input_mask", "segment_ids")
     }
-    trim = trim_lengths(strategy, run.pad_to_max_seq_length)
-    options = Batching(
-        trim_to_buckets=trim,
-        fine_buckets=not run.jit_compile,
-        sort_batches=_SORT_WINDOW_BATCHES if trim else 0,
-    )
+    options = inference_plan(strategy, run.pad_to_max_seq_length, run.jit_compile).prediction()
 
     def dataset(batching):
         chunk = run.batch_size * max(batching.sort_batches, 1)
