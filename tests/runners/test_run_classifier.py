@@ -131,6 +131,7 @@ def test_startup_checks(minilm_tf1, tmp_path, extra, message):
     result = _run(minilm_tf1, "sst2", tmp_path, tmp_path / "out", *extra)
     assert result.returncode != 0
     assert message in result.stderr
+    assert not (tmp_path / "out").exists()  # refused before anything was written
 
 
 def test_case_check_runs_first(minilm_tf1, tmp_path):
@@ -150,3 +151,4 @@ def test_case_check_runs_first(minilm_tf1, tmp_path):
     assert "seems to be a cased model, so you should pass in `--do_lower_case=False`" in (
         result.stderr
     )
+    assert not (tmp_path / "out").exists()

@@ -53,34 +53,64 @@ def _final_weights(out_dir):
     return tf1_checkpoint.read_checkpoint(str(out_dir / "bert_model.ckpt"))
 
 
-def test_resume_after_kill_equals_uninterrupted_run(data, tmp_path):
-    steps = ["--num_train_steps=40", "--save_checkpoints_steps=5"]
-    full = run_in_repo(_pretrain_cmd(data, tmp_path / "full", *steps), timeout=600)
+@pytest.fixture(scope="module")
+def forty_steps(data, tmp_path_factory):
+    """The final weights of an uninterrupted 40-step run."""
+    out = tmp_path_factory.mktemp("forty_steps") / "full"
+    full = run_in_repo(_pretrain_cmd(data, out, *_FORTY_STEPS), timeout=600)
     assert full.returncode == 0, full.stderr[-3000:]
+    return _final_weights(out)
+
+
+_FORTY_STEPS = ["--num_train_steps=40", "--save_checkpoints_steps=5"]
+
+
+def _saving(out):
+    """True while a checkpoint is being written (its files under a temporary name)."""
+    return any(name.startswith(".tmp-") for name in os.listdir(out)) if out.exists() else False
+
+
+@pytest.mark.parametrize("moment", ["after_save", "mid_step", "mid_save"])
+def test_resume_after_kill_equals_uninterrupted_run(data, forty_steps, tmp_path, moment):
+    """kill -9 just after a checkpoint appears, in the middle of a later step, or while a
+    checkpoint's files are being written; the same command then resumes to the weights of
+    the uninterrupted run, bit for bit."""
+    out = tmp_path / "killed"
+    # Saving at every step gives the mid-save kill a save to catch at every step.
+    every = ["--save_checkpoints_steps=1"] if moment == "mid_save" else []
     victim = subprocess.Popen(
-        _pretrain_cmd(data, tmp_path / "killed", *steps),
+        _pretrain_cmd(data, out, *_FORTY_STEPS, *every),
         cwd=REPO,
         env=ENV,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    # A seeded kill point among the first checkpoints (5, 10, 15 or 20 of 40 steps).
-    kill_step = int(np.random.default_rng(20).integers(1, 5)) * 5
-    target = tmp_path / "killed" / f"model.ckpt-{kill_step}"
+    rng = np.random.default_rng(20)
+    # A seeded point among the first checkpoints (5, 10, 15 or 20 of 40 steps).
+    target = out / f"model.ckpt-{int(rng.integers(1, 5)) * 5}.index"
     deadline = time.time() + 300
-    while not os.path.exists(str(target) + ".index") and victim.poll() is None:
+    while not target.exists() and victim.poll() is None:
         assert time.time() < deadline
-        time.sleep(0.05)
+        time.sleep(0.001 if moment == "mid_save" else 0.05)
+    if moment == "mid_step":
+        time.sleep(float(rng.uniform(0.05, 0.3)))  # into the next steps (each ~0.1-0.3 s)
+    elif moment == "mid_save":
+        while not _saving(out) and victim.poll() is None:
+            assert time.time() < deadline
     victim.kill()
     victim.wait()
-    assert not os.path.exists(tmp_path / "killed" / "bert_model.ckpt.index")
-    resumed = run_in_repo(_pretrain_cmd(data, tmp_path / "killed", *steps), timeout=600)
+    assert victim.returncode == -signal.SIGKILL  # killed, not finished
+    if moment == "mid_save":
+        # Killed with a checkpoint half-written under its temporary name.
+        assert any(name.startswith(".tmp-") for name in os.listdir(out))
+    assert not (out / "bert_model.ckpt.index").exists()
+    resumed = run_in_repo(_pretrain_cmd(data, out, *_FORTY_STEPS, *every), timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Resumed from" in resumed.stderr
-    a, b = _final_weights(tmp_path / "full"), _final_weights(tmp_path / "killed")
-    assert sorted(a) == sorted(b)
-    for name in a:
-        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    final = _final_weights(out)
+    assert sorted(final) == sorted(forty_steps)
+    for name in forty_steps:
+        np.testing.assert_array_equal(final[name], forty_steps[name], err_msg=name)
 
 
 def _truncate(path, keep_fraction=0.5):
@@ -237,7 +267,9 @@ def test_training_learns_and_exports_original_layout(data, tmp_path):
     assert saved["global_step"] == 400 and "bert/pooler/dense/kernel/adam_m" in saved
 
 
-def test_sigterm_saves_and_exits(data, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_saves_and_exits(data, tmp_path, signum):
+    """SIGTERM (a preemption) and SIGINT (Ctrl-C) both save a checkpoint, then exit."""
     out = tmp_path / "out"
     proc = subprocess.Popen(
         _pretrain_cmd(data, out, "--num_train_steps=100000", "--save_checkpoints_steps=100000"),
@@ -252,9 +284,9 @@ def test_sigterm_saves_and_exits(data, tmp_path):
         assert time.time() < deadline and proc.poll() is None
         time.sleep(0.1)
     time.sleep(1.0)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert proc.returncode == 128 + signum, err[-2000:]
     assert "Stopped by signal" in err
     saved = [p for p in os.listdir(out) if p.startswith("model.ckpt-") and p.endswith(".index")]
     assert len(saved) == 1
@@ -284,6 +316,7 @@ def test_bad_input_is_a_clear_error(data, tmp_path, extra, message):
     result = run_in_repo(cmd + extra, timeout=300)
     assert result.returncode != 0
     assert message in result.stderr
+    assert not (tmp_path / "o").exists()  # refused before anything was written
 
 
 def test_init_checkpoint_mismatch_is_a_clear_error(data, tmp_path, original_gelu):
@@ -300,6 +333,7 @@ def test_init_checkpoint_mismatch_is_a_clear_error(data, tmp_path, original_gelu
     assert (
         "shape mismatch: bert/embeddings/token_type_embeddings: checkpoint [3, 32] vs model [2, 32]"
     ) in result.stderr
+    assert not tf.io.gfile.glob(str(tmp_path / "o" / "model.ckpt-*"))
 
 
 def test_nan_loss_stops_with_the_step(data, tmp_path):

@@ -113,6 +113,23 @@ def test_fine_tuning_answers_squad_1_1(minilm_tf1, trained, tmp_path):
     assert abs(sum(e["probability"] for e in first) - 1.0) < 1e-6
     assert not (out / "null_odds.json").exists()
 
+    # The same predictions in bfloat16 (matrix products in bfloat16, logits in float32): the
+    # float32 answers (measured: all the same).
+    bf16 = _run(
+        minilm_tf1,
+        tmp_path / "bf16",
+        "--do_train=false",
+        "--do_predict",
+        "--precision=mixed_bfloat16",
+        f"--init_checkpoint={trained['out']}/model.ckpt-{trained['steps']}",
+        f"--predict_file={tmp_path / 'dev.json'}",
+    )
+    assert bf16.returncode == 0, bf16.stderr[-3000:]
+    answers = _load(tmp_path / "bf16" / "predictions.json")
+    assert list(answers) == qids
+    same = sum(answers[q] == predictions[q] for q in qids) / len(qids)
+    assert same >= 0.95, same
+
 
 def test_squad_2_0_null_odds_and_threshold(minilm_tf1, trained):
     out, dev = trained["out"], trained["dev"]
@@ -184,3 +201,4 @@ def test_startup_checks(minilm_tf1, tmp_path, extra, message):
     result = _run(minilm_tf1, tmp_path / "out", *extra)
     assert result.returncode != 0
     assert message in result.stderr
+    assert not (tmp_path / "out").exists()  # refused before anything was written

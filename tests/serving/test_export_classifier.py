@@ -3,6 +3,7 @@ and tensorflow_text exist, answers as run_classifier.py's test_results.tsv."""
 
 import csv
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -209,14 +210,21 @@ def test_saved_model_cli_lists_the_signatures(mrpc_run):
     )
 
 
-def test_refuses_an_existing_export_dir(mrpc_run, minilm_tf1):
-    before = sorted(os.listdir(mrpc_run["export"]))
-    result = _export(
-        minilm_tf1, mrpc_run["out"], mrpc_run["export"], "--task=classifier", "--task_name=MRPC"
-    )
+def test_an_existing_export_dir_is_replaced_only_with_overwrite(mrpc_run, minilm_tf1, tmp_path):
+    export = tmp_path / "export"
+    shutil.copytree(mrpc_run["export"], export)
+    (export / "stale.txt").write_text("from an earlier export")
+    before = sorted(os.listdir(export))
+    args = ("--task=classifier", "--task_name=MRPC")
+    result = _export(minilm_tf1, mrpc_run["out"], export, *args)
     assert result.returncode != 0
     assert "already exists; pass --overwrite" in result.stderr
-    assert sorted(os.listdir(mrpc_run["export"])) == before
+    assert sorted(os.listdir(export)) == before
+    result = _export(minilm_tf1, mrpc_run["out"], export, *args, "--overwrite")
+    assert result.returncode == 0, result.stderr[-3000:]
+    # A new export in its place: the old folder's files are gone, not merged.
+    assert sorted(os.listdir(export)) == sorted(os.listdir(mrpc_run["export"]))
+    assert sorted(os.listdir(tmp_path)) == ["export"]  # no temporary folder left beside it
 
 
 @pytest.mark.parametrize(
