@@ -322,3 +322,24 @@ def test_a_worker_lost_mid_run_stops_the_other_with_the_checkpoint_to_resume(
         # its scratch copies of the run's files went away with it.
         assert _files(out) == left
         assert glob.glob(str(tmp_path / "tmp1" / "bert-worker-*")) == []
+
+
+def test_with_a_file_per_worker_each_reads_only_its_own(data, tmp_path):
+    """Two --input_file files, two workers: file sharding, each worker reading every second
+    file. The second file is not a TFRecord file: worker 1, which reads it, names it; worker 0
+    never reads it and stops on its peer's failure instead."""
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "a.tfrecord").write_bytes((data / "data.tfrecord").read_bytes())
+    (files / "b.tfrecord").write_bytes(b"not a TFRecord file, " * 100)
+    out = tmp_path / "out"
+    cmd = _pretrain_cmd(data, out, "--do_eval=false")
+    cmd = [c for c in cmd if not c.startswith("--input_file=")]
+    cmd.append(f"--input_file={files / 'a.tfrecord'},{files / 'b.tfrecord'}")
+    procs = _start_workers(cmd, tmp_path)
+    errors = [proc.communicate(timeout=300)[1] for proc in procs]
+    last = [err.strip().splitlines()[-1] for err in errors]
+    assert all(proc.returncode == 1 for proc in procs), errors[0][-2000:] + errors[1][-2000:]
+    assert f"{files / 'b.tfrecord'} is damaged" in last[1], last[1]
+    assert "b.tfrecord" not in errors[0], errors[0][-3000:]
+    assert "failed or cannot be reached" in last[0], last[0]

@@ -131,22 +131,21 @@ def test_static_shape_steps_compile_with_xla(tmp_path):
     before = [v.numpy() for v in trainer.model.trainable_variables]
     np.testing.assert_array_equal(before[0], reference.model.trainable_variables[0].numpy())
     train_step, eval_step, predict_step = _compiled_steps(trainer)
-    # Compiled against op by op, from the same weights (float16 rounding apart, measured
-    # 2e-3 at most on logits of up to 5).
+    # Compiled against op by op, from the same weights, float16 rounding apart. Measured:
+    # logits 1.8e-4, loss numerators and the step's loss 2e-6 relative, weights after the
+    # update 4.7e-5 (Adam's first step moves each weight by up to the learning rate, 1e-3).
     logits = task.forward(batch, training=False)["mlm_logits"]
-    np.testing.assert_allclose(predict_step(batch), logits, atol=2e-2)
+    np.testing.assert_allclose(predict_step(batch), logits, atol=2e-3)
     numerators, _ = eval_step(batch)
     expected = task.loss_numerators(task.forward(batch, training=False))
-    np.testing.assert_allclose(numerators, expected, rtol=1e-2)
+    np.testing.assert_allclose(numerators, expected, rtol=2e-5)
     loss = train_step(batch)
     eager_loss = reference._replica_step(batch, reference._micro_loss_and_grads)
-    np.testing.assert_allclose(float(loss), float(eager_loss), rtol=1e-2)
+    np.testing.assert_allclose(float(loss), float(eager_loss), rtol=2e-5)
     after = [v.numpy() for v in trainer.model.trainable_variables]
-    assert any(np.abs(a - b).max() > 0 for a, b in zip(after, before, strict=True))
-    for compiled, eager in zip(
-        trainer.model.trainable_variables, reference.model.trainable_variables, strict=True
-    ):
-        print("xla step diff", np.abs(compiled.numpy() - eager.numpy()).max())
+    assert any(np.abs(a - b).max() > 1e-4 for a, b in zip(after, before, strict=True))
+    for compiled, eager in zip(after, reference.model.trainable_variables, strict=True):
+        np.testing.assert_allclose(compiled, eager.numpy(), atol=5e-4)
     # The compiled graphs are XLA clusters, not a fallback to the op-by-op runtime.
     for fn in (train_step, eval_step, predict_step):
         assert fn.experimental_get_compiler_ir(batch)(stage="hlo")

@@ -130,7 +130,7 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
     def predict(path, examples, title, batch_size):
         padding = sum(isinstance(e, PaddingInputExample) for e in examples)
         # The fixed-shape path fills the last batch, as the original does on a TPU.
-        filling = -len(examples) % batch_size if trainer.pad_inference else 0
+        filling = -len(examples) % batch_size if trainer.plan.whole_inference_batches else 0
         fine_tuning.log_inference_set(title, len(examples) + filling, padding + filling, batch_size)
         with fine_tuning.reading_own_records(path):
             return trainer.predict(
