@@ -332,14 +332,17 @@ def test_with_a_file_per_worker_each_reads_only_its_own(data, tmp_path):
     files.mkdir()
     (files / "a.tfrecord").write_bytes((data / "data.tfrecord").read_bytes())
     (files / "b.tfrecord").write_bytes(b"not a TFRecord file, " * 100)
+    write_tiny_config(files / "bert_config.json")
     out = tmp_path / "out"
     cmd = _pretrain_cmd(data, out, "--do_eval=false")
-    cmd = [c for c in cmd if not c.startswith("--input_file=")]
+    cmd = [c for c in cmd if not c.startswith(("--input_file=", "--bert_config_file="))]
     cmd.append(f"--input_file={files / 'a.tfrecord'},{files / 'b.tfrecord'}")
+    cmd.append(f"--bert_config_file={files / 'bert_config.json'}")
     procs = _start_workers(cmd, tmp_path)
     errors = [proc.communicate(timeout=300)[1] for proc in procs]
     last = [err.strip().splitlines()[-1] for err in errors]
     assert all(proc.returncode == 1 for proc in procs), errors[0][-2000:] + errors[1][-2000:]
     assert f"{files / 'b.tfrecord'} is damaged" in last[1], last[1]
-    assert "b.tfrecord" not in errors[0], errors[0][-3000:]
+    # Worker 0 lists both files (the original's "*** Input Files ***") but reads only a.
+    assert "is damaged" not in errors[0], errors[0][-3000:]
     assert "failed or cannot be reached" in last[0], last[0]
