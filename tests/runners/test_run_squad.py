@@ -61,7 +61,7 @@ def trained(minilm_tf1, tmp_path_factory):
         "--version_2_with_negative",
         "--do_train",
         "--do_eval",
-        "--num_train_epochs=4",
+        "--num_train_epochs=3",
         "--learning_rate=5e-5",
         *files,
     )
@@ -72,14 +72,14 @@ def trained(minilm_tf1, tmp_path_factory):
         "dev": dev,
         "files": files,
         "stderr": result.stderr,
-        "steps": int(questions / 16 * 4),
+        "steps": int(questions / 16 * 3),
     }
 
 
 def test_fine_tuning_answers_squad_1_1(minilm_tf1, trained, tmp_path):
     """The fine-tuned checkpoint answers a SQuAD 1.1 dev set (no unanswerable questions, no
     --version_2_with_negative): the 1.1 evaluation, its files and nothing of 2.0's."""
-    # The steps counted in examples as the original: int(examples / 16 * 4).
+    # The steps counted in examples as the original: int(examples / 16 * 3).
     assert f"Num steps = {trained['steps']}" in trained["stderr"]
     dev = write_squad(tmp_path / "dev.json", num_paragraphs=30, seed=1)
     out = tmp_path / "out"
@@ -96,7 +96,7 @@ def test_fine_tuning_answers_squad_1_1(minilm_tf1, trained, tmp_path):
     qids = [qa["id"] for p in dev["data"][0]["paragraphs"] for qa in p["qas"]]
     assert list(predictions) == qids
     # tf-models-official's port of the official evaluate-v1.1.py (fractions, not percents).
-    # Measured: 1.0 and 1.0.
+    # Measured: 0.98 and 0.98.
     scores = squad_evaluate_v1_1.evaluate(dev["data"], predictions)
     assert scores["exact_match"] >= 0.8 and scores["final_f1"] >= 0.8, scores
     # --do_eval wrote the same scores (in percent, as the official script prints them).
@@ -138,7 +138,7 @@ def test_squad_2_0_null_odds_and_threshold(minilm_tf1, trained):
     null_odds = _load(out / "null_odds.json")
     assert list(null_odds) == list(predictions)
     # The port of evaluate-v2.0.py, with null_odds.json as its --na-prob-file (percents).
-    # Measured: HasAns_f1 100.
+    # Measured: HasAns_f1 97.
     scores = squad_evaluate_v2_0.evaluate(dev["data"], predictions, null_odds)
     assert scores["HasAns_f1"] >= 80, dict(scores)
     assert "NoAns_f1" in scores
