@@ -16,20 +16,15 @@ Examples:
         --bert_config_file=bert_config.json --output_dir=bert_tf1 --output_format=tf1
 """
 
-import os
-
-# Before TensorFlow loads: no C++ start-up notices (CPU features, oneDNN, and on machines without
-# a GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
-
 from absl import flags, logging
 
 from fileio.errors import run_command
-from modeling import conversion
-from training.jobs.export_run import export_encoder_weights
+from modeling.formats import INPUT_FORMATS, OUTPUT_FORMATS
+from training.flags import quiet_tensorflow_logs
 from training.settings import log_at_info
 
 FLAGS = flags.FLAGS
+quiet_tensorflow_logs()
 
 flags.DEFINE_string(
     "input_checkpoint",
@@ -37,7 +32,7 @@ flags.DEFINE_string(
     "Checkpoint prefix (or the prefix a saver numbered: X finds X-1), or a folder, for tf1 and "
     "tf2; a folder for keras, hf, tfhub, keras_hub.",
 )
-flags.DEFINE_enum("input_format", "tf1", list(conversion.INPUT_FORMATS), "Format of the input.")
+flags.DEFINE_enum("input_format", "tf1", list(INPUT_FORMATS), "Format of the input.")
 flags.DEFINE_string(
     "bert_config_file",
     None,
@@ -45,9 +40,7 @@ flags.DEFINE_string(
     "SavedModels that do not carry one.",
 )
 flags.DEFINE_string("output_dir", None, "Directory to create for the converted files.")
-flags.DEFINE_enum(
-    "output_format", "keras", list(conversion.OUTPUT_FORMATS), "Format of the output."
-)
+flags.DEFINE_enum("output_format", "keras", list(OUTPUT_FORMATS), "Format of the output.")
 flags.DEFINE_bool(
     "do_lower_case", True, "Tokenizer setting recorded in tfhub and keras_hub outputs."
 )
@@ -56,6 +49,10 @@ flags.DEFINE_bool("overwrite", False, "Replace an existing --output_dir.")
 
 def main(_):
     log_at_info(FLAGS)
+    # TensorFlow loads here, once the command line is known to work.
+    from modeling import conversion
+    from training.jobs.export_run import export_encoder_weights
+
     # Refused before reading: converting a large model takes a while.
     conversion.check_output_dir(FLAGS.output_dir, FLAGS.overwrite)
     config, arrays, vocab = conversion.read_weights(

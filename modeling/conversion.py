@@ -25,13 +25,12 @@ from fileio.errors import UserError
 from modeling import hf_export, keras_hub_format, model_garden, tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
+from modeling.formats import INPUT_FORMATS, OUTPUT_FORMATS
 from modeling.heads import PretrainingHeads
 from modeling.hf_import import load_hf_model
 from modeling.layers import weights_from_checkpoint
 from modeling.task_models import BertPretrainer
 
-INPUT_FORMATS = ("tf1", "keras", "hf", "tf2", "tfhub", "keras_hub")
-OUTPUT_FORMATS = ("tf1", "keras", "hf", "tfhub", "keras_hub")
 # Where this project's TF Hub exports keep the model's bert_config.json (files TensorFlow ignores).
 SAVED_MODEL_CONFIG = os.path.join("assets.extra", "bert_config.json")
 _HEAD_GROUPS = ("cls/predictions/", "cls/seq_relationship/")
