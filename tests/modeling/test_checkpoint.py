@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from modeling import conversion, tf1_checkpoint
+from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
+from modeling.formats import conversion
 from modeling.heads import ClassifierHead, PretrainingHeads, SpanHead, TokenClassifierHead
 from modeling.layers import weights_from_checkpoint
 from tests.helpers.paths import REPO

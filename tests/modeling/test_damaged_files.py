@@ -9,10 +9,11 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import save_file
 
-from modeling import conversion, tf1_checkpoint
+from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
-from modeling.hf_import import read_safetensors
+from modeling.formats import conversion
+from modeling.formats.hf_import import read_safetensors
 from tests.helpers.scripts import REPO, run_in_repo
 from tests.helpers.tiny_config import tiny_config, write_tiny_config
 

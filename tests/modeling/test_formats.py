@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from modeling import conversion, hf_import, tf1_checkpoint
+from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
+from modeling.formats import conversion, hf_import
 from modeling.task_models import BertPretrainer
 from tests.helpers.minilm import minilm_dir
 from tests.helpers.scripts import run_in_repo

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import safetensors.numpy
 
-from modeling import conversion, tf1_checkpoint
+from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
-from modeling.hf_import import config_from_hf, hf_to_original_names, read_safetensors
+from modeling.formats import conversion
+from modeling.formats.hf_import import config_from_hf, hf_to_original_names, read_safetensors
 from tests.helpers.minilm import minilm_dir
 from tests.helpers.paths import TESTDATA
 

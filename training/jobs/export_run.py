@@ -13,7 +13,7 @@ from data.tokenization.full_tokenizer import load_vocab
 from fileio.atomic import atomic_directory
 from modeling import tf1_checkpoint
 from modeling.checkpoint_files import open_checkpoint
-from modeling.conversion import SAVED_MODEL_CONFIG
+from modeling.formats.conversion import SAVED_MODEL_CONFIG
 from modeling.layers import weights_from_checkpoint
 from serving.classifier import ClassifierExport
 from serving.ner import NerExport

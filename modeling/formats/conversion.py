@@ -22,12 +22,12 @@ import tensorflow as tf
 
 from fileio.atomic import atomic_directory, require_free_space, write_atomically
 from fileio.errors import UserError
-from modeling import hf_export, keras_hub_format, model_garden, tf1_checkpoint
+from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
-from modeling.formats import INPUT_FORMATS, OUTPUT_FORMATS
+from modeling.formats import INPUT_FORMATS, OUTPUT_FORMATS, hf_export, keras_hub, model_garden
+from modeling.formats.hf_import import load_hf_model
 from modeling.heads import PretrainingHeads
-from modeling.hf_import import load_hf_model
 from modeling.layers import weights_from_checkpoint
 from modeling.task_models import BertPretrainer
 
@@ -119,7 +119,7 @@ def _config_beside(path, bert_config_file, what):
 
 
 def read_tf2(path, bert_config_file=None):
-    """Reads a Model Garden object-based checkpoint (see `modeling.model_garden`)."""
+    """Reads a Model Garden object-based checkpoint (see `modeling.formats.model_garden`)."""
     arrays = model_garden.read_tf2_checkpoint(path)
     config = _config_beside(path, bert_config_file, "tf2")
     directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
@@ -241,7 +241,7 @@ def read_weights(input_checkpoint, input_format, bert_config_file=None):
     elif input_format == "tfhub":
         config, arrays, vocab = read_tfhub(input_checkpoint, bert_config_file)
     elif input_format == "keras_hub":
-        config, arrays, vocab = keras_hub_format.read_keras_hub(input_checkpoint)
+        config, arrays, vocab = keras_hub.read_keras_hub(input_checkpoint)
     else:
         raise ValueError(
             f"Unknown input format {input_format!r}; use one of {list(INPUT_FORMATS)}."
@@ -343,7 +343,7 @@ def write_weights(
         elif output_format == "hf":
             written = _write_hf(temp, config, arrays)
         elif output_format == "keras_hub":
-            keras_hub_format.write_keras_hub(temp, config, arrays, vocab, do_lower_case)
+            keras_hub.write_keras_hub(temp, config, arrays, vocab, do_lower_case)
             written = [os.path.join(temp, n) for n in sorted(tf.io.gfile.listdir(temp))]
         else:
             raise ValueError(

@@ -2,7 +2,7 @@
 
 The command line's choices (`INPUT_FORMATS`, `OUTPUT_FORMATS`), its help and the table in
 docs/checkpoints.md (`markdown_table`, checked by tests/test_docs.py) come from `FORMATS`;
-`modeling.conversion` reads and writes each one.
+`modeling.formats.conversion` reads and writes each one.
 """
 
 import dataclasses

@@ -19,7 +19,7 @@ import tensorflow as tf
 from absl import logging
 
 from modeling.config import BertConfig
-from modeling.model_garden import HEADS_FLAT, HEADS_IN, HEADS_OUT, KEEP, to_original
+from modeling.formats.model_garden import HEADS_FLAT, HEADS_IN, HEADS_OUT, KEEP, to_original
 
 _MLM_PAIRS = [
     ("mlm_head/output_bias", "cls/predictions/output_bias", KEEP),

@@ -1,6 +1,6 @@
 """The original layout -> a Hugging Face BERT folder (`config.json` + `model.safetensors`).
 
-The inverse of `modeling.hf_import`: `transformers` loads the folder as `BertModel` (encoder
+The inverse of `modeling.formats.hf_import`: `transformers` loads the folder as `BertModel` (encoder
 only) or `BertForPreTraining` (both pretraining heads), and keras-hub's Transformers loader reads
 it too. The safetensors file is written here with numpy (8-byte header length, JSON header, raw
 little-endian data), so exporting needs no extra package.
