@@ -60,6 +60,11 @@ def parse_layer_indexes(text, num_layers):
 
 def main(_):
     log_at_info(FLAGS)
+    training_flags.warn_if_given(
+        FLAGS,
+        ("use_tpu", "master", "num_tpu_cores"),
+        "extract_features runs on this machine's CPU or GPU, never on a TPU",
+    )
     check_flags(FLAGS)
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
     config.check_max_seq_length(FLAGS.max_seq_length)

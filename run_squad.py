@@ -32,7 +32,12 @@ flags.DEFINE_string("predict_file", None, "SQuAD json for predictions, e.g. dev-
 flags.DEFINE_integer("max_seq_length", 384, "Maximum total length after WordPiece.")
 flags.DEFINE_integer("doc_stride", 128, "Stride between the chunks of a long document.")
 flags.DEFINE_integer("max_query_length", 64, "Question tokens kept (longer ones are truncated).")
-flags.DEFINE_bool("do_predict", False, "Whether to run eval on the dev set.")
+flags.DEFINE_bool(
+    "do_predict",
+    False,
+    "Predict --predict_file: predictions.json, nbest_predictions.json (and null_odds.json for "
+    "SQuAD 2.0).",
+)
 flags.DEFINE_bool(
     "do_eval",
     False,

@@ -9,7 +9,7 @@ in a second instead of after TensorFlow's start (5-10 s).
 import os
 import sys
 
-from absl import flags
+from absl import flags, logging
 
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
 from fileio.errors import UserError
@@ -19,9 +19,15 @@ from training.settings import (
     PRECISIONS,
     STRATEGIES,
     TrainConfig,
+    default,
     log_at_info,
     settings_from_flags,
 )
+
+
+def _train(name):
+    """The default of the loop's setting `name` (its home: `TrainConfig`)."""
+    return default(TrainConfig, name)
 
 
 def quiet_tensorflow_logs():
@@ -40,7 +46,11 @@ def define_model_flags(with_vocab=True, lower_case=True):
         lower_case: the default of --do_lower_case (NER preserves case by default).
     """
     flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model.")
-    flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (usually a pre-trained BERT).")
+    flags.DEFINE_string(
+        "init_checkpoint",
+        _train("init_checkpoint"),
+        "Initial checkpoint (usually a pre-trained BERT).",
+    )
     if with_vocab:
         flags.DEFINE_string("vocab_file", None, "vocab.txt of the pre-trained model.")
         flags.DEFINE_bool(
@@ -52,7 +62,7 @@ def define_precision_flag():
     """--precision: the Keras policy of every step, training and inference alike."""
     flags.DEFINE_enum(
         "precision",
-        "float32",
+        _train("precision"),
         list(PRECISIONS),
         "Compute precision (variables and checkpoints stay float32). mixed_bfloat16 speeds up "
         "inference on CPUs with AVX512-BF16 or AMX and on GPUs from Ampere on; mixed_float16 "
@@ -70,8 +80,12 @@ def define_run_flags(fine_tuning, head_dropout=False, length_grouping=False):
     """
     flags.DEFINE_string("output_dir", None, "Checkpoints, TFRecords, summaries and results.")
     flags.DEFINE_bool("do_train", False, "Whether to run training.")
-    flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
-    flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+    flags.DEFINE_integer(
+        "train_batch_size", _train("train_batch_size"), "Total batch size for training."
+    )
+    flags.DEFINE_float(
+        "learning_rate", _train("learning_rate"), "The initial learning rate for Adam."
+    )
     if fine_tuning:
         flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
         flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
@@ -79,7 +93,7 @@ def define_run_flags(fine_tuning, head_dropout=False, length_grouping=False):
     if length_grouping:
         flags.DEFINE_bool(
             "group_by_length",
-            False,
+            _train("group_by_length"),
             "Training batches of similar lengths: the shuffled examples sorted by length "
             "within windows of 50 batches, the batches of a window in a seeded random order. "
             "Far less padding to compute, but other examples share a batch than in the "
@@ -105,10 +119,14 @@ def define_tpu_flags():
     flags.DEFINE_integer(
         "num_tpu_cores", 8, "TPU cores; when given, checked against the TPU's own count."
     )
-    flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save a checkpoint.")
+    flags.DEFINE_integer(
+        "save_checkpoints_steps",
+        _train("save_checkpoints_steps"),
+        "How often to save a checkpoint.",
+    )
     flags.DEFINE_integer(
         "iterations_per_loop",
-        1000,
+        _train("iterations_per_loop"),
         "Steps per compiled call (fewer host round trips); a call also ends at every "
         "--log_every_steps and --save_checkpoints_steps boundary, so raise those as well for "
         "longer calls.",
@@ -132,18 +150,24 @@ def define_training_flags():
         "support).",
     )
     define_precision_flag()
-    flags.DEFINE_bool("use_xla", False, "Compile the forward/backward pass with XLA.")
-    flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw = the original optimizer.")
+    flags.DEFINE_bool("use_xla", _train("use_xla"), "Compile the forward/backward pass with XLA.")
+    flags.DEFINE_enum(
+        "optimizer", _train("optimizer"), ["adamw", "lamb"], "adamw = the original optimizer."
+    )
     flags.DEFINE_integer(
         "num_accumulation_steps",
-        1,
+        _train("num_accumulation_steps"),
         "Micro-batches per update (train_batch_size stays global). Batches cut to length "
         "without XLA take them in order of length, each at its own longest sequence: the same "
         "update with less padding.",
     )
-    flags.DEFINE_integer("log_every_steps", 100, "Steps between progress lines.")
-    flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept in output_dir.")
-    flags.DEFINE_integer("seed", 12345, "Seed of the input shuffling and initialisation.")
+    flags.DEFINE_integer(
+        "log_every_steps", _train("log_every_steps"), "Steps between progress lines."
+    )
+    flags.DEFINE_integer(
+        "keep_checkpoint_max", _train("keep_checkpoint_max"), "Checkpoints kept in output_dir."
+    )
+    flags.DEFINE_integer("seed", _train("seed"), "Seed of the input shuffling and initialisation.")
     flags.DEFINE_bool(
         "deterministic", False, "Deterministic ops: a resumed run then equals an uninterrupted one."
     )
@@ -163,7 +187,7 @@ def define_training_flags():
     )
     flags.DEFINE_bool(
         "pad_to_max_seq_length",
-        False,
+        _train("pad_to_max_seq_length"),
         "Run every batch at --max_seq_length, as the original. By default each batch is cut "
         "to its longest real sequence (rounded up to a multiple of 8, or of max_seq_length/8 "
         "with --use_xla), which changes no result beyond float rounding; a TPU always runs "
@@ -171,11 +195,24 @@ def define_training_flags():
     )
     flags.DEFINE_bool(
         "pad_to_whole_batches",
-        None,
+        _train("pad_to_whole_batches"),
         "Pad the last evaluation/prediction batch to a whole batch (padding examples count for "
         "nothing), so every batch has one static shape. Default: on for TPUs and several "
         "workers, off otherwise.",
     )
+
+
+def warn_if_given(flag_values, names, why):
+    """Logs a warning for each of `names` given on the command line: flags a runner accepts so
+    that the original's command lines still parse, but does not use.
+
+    Returns:
+        The names given.
+    """
+    given = [name for name in names if flag_values[name].present]
+    for name in given:
+        logging.warning("--%s=%s is ignored: %s.", name, flag_values[name].value, why)
+    return given
 
 
 def strategy_name(flag_values):

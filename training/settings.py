@@ -1,8 +1,9 @@
 """Runner settings from parsed flags, without importing TensorFlow (data tools use it too),
 and the training loop's settings (`TrainConfig`).
 
-A runner's settings object is a dataclass whose fields are flags of the same names; the flag
-definitions hold the defaults, so each setting has exactly one.
+A runner's settings object is a dataclass whose fields are flags of the same names; a default
+lives in one place, the flag definition or, for the loop's settings, `TrainConfig` (whose flags
+read it with `default`).
 """
 
 import dataclasses
@@ -19,7 +20,7 @@ def settings_from_flags(settings_class, flag_values, **overrides):
     """Builds a settings dataclass from the flags of the same names.
 
     A field's value is `overrides[name]` if given, else the flag `--name`, else the field's
-    default; the flags hold the defaults, so each setting has one.
+    default.
 
     Args:
         settings_class: a dataclass such as `TrainConfig` or `ClassifierRun`.
@@ -35,6 +36,12 @@ def settings_from_flags(settings_class, flag_values, **overrides):
     return settings_class(**values)
 
 
+def default(settings_class, name):
+    """The default of field `name` of the dataclass `settings_class`: the one home of a
+    setting's default, which its flag definition reads."""
+    return {f.name: f.default for f in dataclasses.fields(settings_class)}[name]
+
+
 def log_at_info(flag_values):
     """Logs the runner's progress (INFO) unless --verbosity / -v asks for another level."""
     if not flag_values["verbosity"].present:
@@ -45,8 +52,9 @@ def log_at_info(flag_values):
 class TrainConfig:
     """Everything the loop needs besides the task and the data.
 
-    Every field but the last four is the runner flag of the same name (defaults live in the
-    flag definitions); `training.settings.settings_from_flags` fills them.
+    Each field but the last five is the runner flag of the same name, and its default here is
+    the flag's (`training.flags` reads it from this class), so a setting has one default;
+    `settings_from_flags` fills a `TrainConfig` from the flags.
 
     Attributes:
         pad_to_whole_batches: None decides from the strategy (see
@@ -54,9 +62,8 @@ class TrainConfig:
         pad_to_max_seq_length: False cuts every batch to its longest sequence, rounded up to
             a length bucket (`data.records.batching`); True keeps the records' full length,
             as the original (a TPU always does).
-        group_by_length: training batches of similar lengths (windows of
-            50 batches, `training.loop`; see `data.records.batching`); only the
-            fine-tuning runners define the flag.
+        group_by_length: training batches of similar lengths (windows of 50 batches,
+            `training.batch_plan`); only the fine-tuning runners define the flag.
         num_train_steps, num_warmup_steps: None for fine-tuning runs, which derive them from the
             number of examples and `--num_train_epochs` / `--warmup_proportion`.
         weight_decay_rate, clip_norm: the original optimizer's constants.
@@ -65,20 +72,20 @@ class TrainConfig:
     """
 
     output_dir: str
-    learning_rate: float
-    train_batch_size: int
-    save_checkpoints_steps: int
-    iterations_per_loop: int
-    log_every_steps: int
-    num_accumulation_steps: int
-    optimizer: str
-    precision: str
-    use_xla: bool
-    init_checkpoint: str | None
-    keep_checkpoint_max: int
-    seed: int
-    pad_to_whole_batches: bool | None
-    pad_to_max_seq_length: bool
+    learning_rate: float = 5e-5
+    train_batch_size: int = 32
+    save_checkpoints_steps: int = 1000
+    iterations_per_loop: int = 1000
+    log_every_steps: int = 100
+    num_accumulation_steps: int = 1
+    optimizer: str = "adamw"
+    precision: str = "float32"
+    use_xla: bool = False
+    init_checkpoint: str | None = None
+    keep_checkpoint_max: int = 5
+    seed: int = 12345
+    pad_to_whole_batches: bool | None = None
+    pad_to_max_seq_length: bool = False
     group_by_length: bool = False
     num_train_steps: int | None = None
     num_warmup_steps: int | None = None

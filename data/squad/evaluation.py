@@ -16,6 +16,10 @@ import collections
 import re
 import string
 
+# The file beside a run's checkpoints where run_squad --do_eval saves the best SQuAD 2.0 null
+# threshold, and where export_model.py --task=squad reads it.
+THRESHOLD_FILE = "best_null_score_diff_threshold"
+
 _PUNCTUATION = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 

@@ -31,26 +31,17 @@ def write_tiny_config(path, **overrides):
 
 
 def tiny_train_config(output_dir, **overrides):
-    """A `TrainConfig` for tiny runs of the loop: every step logged, nothing compiled."""
+    """A `TrainConfig` for tiny runs of the loop: every step logged, nothing compiled; the
+    loop's own defaults otherwise."""
     from training.settings import TrainConfig
 
     values = dict(
-        output_dir=str(output_dir),
         learning_rate=1e-3,
         train_batch_size=8,
-        save_checkpoints_steps=1000,
         iterations_per_loop=1,
         log_every_steps=1,
-        num_accumulation_steps=1,
-        optimizer="adamw",
-        precision="float32",
-        use_xla=False,
-        init_checkpoint=None,
-        keep_checkpoint_max=5,
         seed=7,
-        pad_to_whole_batches=None,
-        pad_to_max_seq_length=False,
         num_train_steps=10,
         num_warmup_steps=2,
     )
-    return TrainConfig(**{**values, **overrides})
+    return TrainConfig(output_dir=str(output_dir), **{**values, **overrides})

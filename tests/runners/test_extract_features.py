@@ -87,6 +87,8 @@ def extracted(original_gelu, tmp_path_factory):
         str(work / "out.jsonl"),
         "--batch_size",
         "3",
+        # The original's TPU flag: accepted, and said to be ignored.
+        "--use_tpu=False",
     ]
     result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -119,6 +121,11 @@ def test_output_matches_the_original(extracted):
                 expected = layers[f"layer_{j}"][feature["unique_id"], pos]
                 np.testing.assert_allclose(layer["values"], expected, atol=1.5e-5)
                 assert all(v == round(v, 6) for v in layer["values"])
+
+
+def test_the_original_tpu_flags_are_accepted_and_said_to_be_ignored(extracted):
+    assert "--use_tpu=False is ignored: extract_features runs on this machine" in extracted["log"]
+    assert "--master" not in extracted["log"]  # not given, not mentioned
 
 
 def test_full_length_batches_give_the_same_lines(extracted):

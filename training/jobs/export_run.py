@@ -9,6 +9,7 @@ from absl import logging
 
 from data.glue.processors import get_processor
 from data.ner.labels import LABELS_FILE, read_label_file
+from data.squad import evaluation
 from data.tokenization.full_tokenizer import load_vocab
 from fileio.atomic import atomic_directory
 from modeling import tf1_checkpoint
@@ -20,7 +21,6 @@ from serving.ner import NerExport
 from serving.pretraining import PretrainingExport
 from serving.squad import SquadExport
 from serving.tfhub import build_encoder, build_preprocessor
-from training.jobs.squad_run import THRESHOLD_FILE
 from training.precision import compute_policy
 from training.tasks import ClassifierTask, NerTask, PretrainingTask, SquadTask
 
@@ -123,7 +123,7 @@ def _ner(run, bert_config, prefix):
 def _null_threshold(run, prefix):
     if run.null_score_diff_threshold is not None:
         return run.null_score_diff_threshold
-    path = os.path.join(os.path.dirname(prefix), THRESHOLD_FILE)
+    path = os.path.join(os.path.dirname(prefix), evaluation.THRESHOLD_FILE)
     if not tf.io.gfile.exists(path):
         raise ValueError(
             f"A SQuAD 2.0 export needs its null threshold, and {path} does not exist: run "

@@ -20,9 +20,6 @@ from training.strategy import worker_output_dir
 from training.summaries import write_eval_results
 from training.tasks import SquadTask
 
-# Where run_squad --do_eval saves the SQuAD 2.0 threshold that export_model.py reads.
-THRESHOLD_FILE = "best_null_score_diff_threshold"
-
 # The original shuffles the training examples once with this fixed seed, whatever --seed says.
 _EXAMPLE_SHUFFLE_SEED = 12345
 
@@ -212,7 +209,7 @@ def _evaluate(run, predictions, step):
             answers = evaluation.best_non_null_answers(json.load(f))
         results = evaluation.evaluate_v2(dataset, predictions, null_odds, answers)
         threshold = results["best_f1_thresh"]
-        write_atomically(os.path.join(out, THRESHOLD_FILE), f"{threshold!r}\n")
+        write_atomically(os.path.join(out, evaluation.THRESHOLD_FILE), f"{threshold!r}\n")
         logging.info(
             "Best --null_score_diff_threshold on %s: %r (F1 %.2f at it, %.2f at %r); saved in "
             "%s for export_model.py --task=squad.",
@@ -221,7 +218,7 @@ def _evaluate(run, predictions, step):
             results["best_f1"],
             results["f1"],
             run.null_score_diff_threshold,
-            THRESHOLD_FILE,
+            evaluation.THRESHOLD_FILE,
         )
     write_eval_results(out, {**results, "global_step": step}, title="SQuAD evaluation")
     return results
