@@ -107,16 +107,16 @@ def plan_batches(strategy, task, config):
 
     Args:
         strategy: a `tf.distribute.Strategy` (a TPU keeps the full length and whole batches).
-        task: its `trims_padding` and `packs_tokens` (`training.tasks`).
+        task: a `training.tasks.Task` (its `cuts_to_length` and `real_tokens_only`).
         config: a `TrainConfig`.
 
     Raises:
         ValueError: `--pad_to_whole_batches=false` where the strategy needs static shapes.
     """
-    cut = task.trims_padding and trim_lengths(strategy, config.pad_to_max_seq_length)
+    cut = task.cuts_to_length and trim_lengths(strategy, config.pad_to_max_seq_length)
     return BatchPlan(
         cut_to_length=cut,
-        real_tokens_only=cut and task.packs_tokens,
+        real_tokens_only=cut and task.real_tokens_only,
         whole_inference_batches=pad_to_whole_batches(strategy, config.pad_to_whole_batches),
         compiled=config.use_xla,
         accumulation_steps=config.num_accumulation_steps,

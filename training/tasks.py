@@ -1,13 +1,7 @@
 """Tasks: a model plus its loss and outputs, in the form the shared loop consumes.
 
-A task has `build_model()` (called in the strategy's scope), `variable_map()` (original
-checkpoint name -> variable, for loading, saving and `model.ckpt-N`), `forward(features,
-training)` (a dict of tensors, "aux"), `loss_weights(features)`, `loss_numerators(aux)` and
-`loss_epsilons`, `trims_padding` (whether batches may be cut to their longest sequence),
-`packs_tokens` (whether the encoder should run on the real tokens only, see
-`modeling.transformer.RealTokens`; only where `trims_padding`), and
-for `Trainer.evaluate` `metric_sums(aux)` and `metric_names`, for
-`Trainer.predict` `prediction_outputs(aux)`.
+Every task is a `Task` (the interface the Trainer reads, with its defaults): the pre-training,
+classifier, SQuAD and NER tasks below.
 
 A task's loss is a sum of terms `sum(numerator_t) / (sum(weight_t) + epsilon_t)` where the
 weights depend only on the input features (the masked-LM weights, the batch size). The loop
@@ -26,7 +20,71 @@ from modeling.task_models import (
 )
 
 
-class PretrainingTask:
+class Task:
+    """What the shared loop needs of a job; subclasses fill in the model, loss and outputs.
+
+    Attributes:
+        loss_epsilons: per loss term, added to its summed weights.
+        cuts_to_length: batches may be cut to their longest sequence: the loss and outputs
+            read no padding position (`training.batch_plan`).
+        real_tokens_only: training may run the encoder's token-wise parts on the real tokens
+            only (`modeling.transformer.RealTokens`); only where `cuts_to_length`.
+        freezes_pooler: the head reads the sequence output only, so the pooler gets no
+            gradient; the original's optimizer then leaves it as loaded (no update, no weight
+            decay), and so does this one.
+        metric_names: the metrics `metric_sums` gives, for `Trainer.evaluate`.
+
+    Args:
+        config: a `BertConfig`.
+    """
+
+    loss_epsilons = (0.0,)
+    cuts_to_length = False
+    real_tokens_only = False
+    freezes_pooler = False
+    metric_names = ()
+
+    def __init__(self, config):
+        self.config = config
+        self.model = None
+
+    def build_model(self):
+        """Creates the Keras model (call inside the strategy scope)."""
+        self.model = self.make_model()
+        if self.freezes_pooler:
+            self.model.bert.pooler.trainable = False
+        return self.model
+
+    def make_model(self):
+        """The task's Keras model, its encoder as `.bert`."""
+        raise NotImplementedError
+
+    def variable_map(self):
+        """Original checkpoint name -> variable, for loading, saving and `model.ckpt-N`."""
+        raise NotImplementedError
+
+    def loss_weights(self, features):
+        """Per-term weights of the batch, from its features alone (no model call)."""
+        raise NotImplementedError
+
+    def forward(self, features, training):
+        """Runs the model; a dict of tensors ("aux") for the loss, metrics and outputs."""
+        raise NotImplementedError
+
+    def loss_numerators(self, aux):
+        """Per-term sums of the batch's losses."""
+        raise NotImplementedError
+
+    def metric_sums(self, aux):
+        """Metric name -> (weighted sum, weight) of the batch, for `metric_names`."""
+        return {}
+
+    def prediction_outputs(self, aux):
+        """Per-example outputs `Trainer.predict` keeps."""
+        raise NotImplementedError
+
+
+class PretrainingTask(Task):
     """Masked LM + next-sentence prediction, as run_pretraining.py.
 
     Args:
@@ -36,10 +94,10 @@ class PretrainingTask:
     # The masked-LM loss divides by sum(weights) + 1e-5; the NSP loss is a plain mean.
     loss_epsilons = (1e-5, 0.0)
     # Masked positions are real tokens and the NSP head reads [CLS]: padding changes nothing.
-    trims_padding = True
+    cuts_to_length = True
     # The sequences fill max_seq_length but for short_seq_prob of them: packing their tokens
     # would save little and cost its gathers (about 3% of a BERT-Mini step at full length).
-    packs_tokens = False
+    real_tokens_only = False
     metric_names = (
         "masked_lm_accuracy",
         "masked_lm_loss",
@@ -47,14 +105,8 @@ class PretrainingTask:
         "next_sentence_loss",
     )
 
-    def __init__(self, config):
-        self.config = config
-        self.model = None
-
-    def build_model(self):
-        """Creates the Keras model (call inside the strategy scope)."""
-        self.model = BertPretrainer(self.config)
-        return self.model
+    def make_model(self):
+        return BertPretrainer(self.config)
 
     def variable_map(self):
         """Original checkpoint name -> variable, encoder and heads."""
@@ -109,7 +161,7 @@ class PretrainingTask:
         }
 
 
-class ClassifierTask:
+class ClassifierTask(Task):
     """Sentence (pair) classification, or regression with one output, as run_classifier.py.
 
     Classification: softmax cross-entropy, mean over the batch. Regression (STS-B): mean squared
@@ -122,22 +174,19 @@ class ClassifierTask:
         dropout_rate: the head's dropout while training (`--classifier_dropout_prob`).
     """
 
-    loss_epsilons = (0.0,)
     # The head reads [CLS] only: batches can be cut to their longest sequence, and the
     # padding inside them skipped.
-    trims_padding = True
-    packs_tokens = True
+    cuts_to_length = True
+    real_tokens_only = True
 
     def __init__(self, config, num_labels, is_regression=False, dropout_rate=0.1):
-        self.config = config
+        super().__init__(config)
         self.is_regression = is_regression
         self.num_labels = 1 if is_regression else num_labels
         self.dropout_rate = dropout_rate
-        self.model = None
 
-    def build_model(self):
-        self.model = BertClassifier(self.config, self.num_labels, self.dropout_rate)
-        return self.model
+    def make_model(self):
+        return BertClassifier(self.config, self.num_labels, self.dropout_rate)
 
     def variable_map(self):
         return tf1_checkpoint.build_variable_map(
@@ -180,7 +229,7 @@ class ClassifierTask:
         return {k: aux[k] for k in ("predictions", "per_example_loss", "labels", "real")}
 
 
-class SquadTask:
+class SquadTask(Task):
     """Answer-span prediction, as run_squad.py.
 
     The loss is the mean over the batch of the start position's cross-entropy (softmax over all
@@ -194,20 +243,11 @@ class SquadTask:
     loss_epsilons = (0.0, 0.0)
     # The original's softmax over start (end) positions and its n-best search read every
     # position's logit, padding included: cutting the padding would change both.
-    trims_padding = False
-    packs_tokens = False
+    cuts_to_length = False
+    freezes_pooler = True
 
-    def __init__(self, config):
-        self.config = config
-        self.model = None
-
-    def build_model(self):
-        self.model = BertSpanModel(self.config)
-        # The head reads the sequence output only: the pooler gets no gradient, and the
-        # original's optimizer leaves it untouched (no update, no weight decay). It stays in the
-        # checkpoints as loaded.
-        self.model.bert.pooler.trainable = False
-        return self.model
+    def make_model(self):
+        return BertSpanModel(self.config)
 
     def variable_map(self):
         return tf1_checkpoint.build_variable_map(bert_model=self.model.bert, span=self.model.span)
@@ -238,7 +278,7 @@ class SquadTask:
         return {k: aux[k] for k in ("unique_ids", "start_logits", "end_logits")}
 
 
-class NerTask:
+class NerTask(Task):
     """A tag per word (named-entity recognition), as run_ner.py.
 
     The loss is the mean cross-entropy over the labelled positions of the batch (the first piece
@@ -251,23 +291,18 @@ class NerTask:
         dropout_rate: the head's dropout while training (`--classifier_dropout_prob`).
     """
 
-    loss_epsilons = (0.0,)
     # Only labelled positions (first pieces of real words) count: padding changes nothing.
-    trims_padding = True
-    packs_tokens = True
+    cuts_to_length = True
+    real_tokens_only = True
+    freezes_pooler = True
 
     def __init__(self, config, num_labels, dropout_rate=0.1):
-        self.config = config
+        super().__init__(config)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
-        self.model = None
 
-    def build_model(self):
-        self.model = BertTokenClassifier(self.config, self.num_labels, self.dropout_rate)
-        # The head reads the sequence output only: the pooler gets no gradient and stays as
-        # loaded, as run_squad's.
-        self.model.bert.pooler.trainable = False
-        return self.model
+    def make_model(self):
+        return BertTokenClassifier(self.config, self.num_labels, self.dropout_rate)
 
     def variable_map(self):
         return tf1_checkpoint.build_variable_map(

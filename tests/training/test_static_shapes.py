@@ -248,4 +248,4 @@ def test_a_tpu_runs_full_length_whole_batches(make_task, tmp_path):
     # The same task and settings on one CPU device: cut, and (classifier) real tokens only.
     here = plan_batches(create_strategy("one_device"), task, config)
     assert here.cut_to_length and not here.whole_inference_batches
-    assert here.real_tokens_only is task.packs_tokens
+    assert here.real_tokens_only is task.real_tokens_only
