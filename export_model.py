@@ -20,7 +20,7 @@ from absl import flags
 from fileio.errors import run_command
 from modeling.config import BertConfig
 from training.flag_rules import check_flags
-from training.flags import define_precision_flag, quiet_tensorflow_logs
+from training.flags import define_precision_flag, quiet_tensorflow_logs, take_settings_of_run
 from training.settings import log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS
@@ -43,7 +43,10 @@ flags.DEFINE_bool(
     "As for training: default true, but false for --task=ner (run_ner's default, cased models).",
 )
 flags.DEFINE_integer(
-    "max_seq_length", None, "As for training (default: the runner's, 384 for squad, else 128)."
+    "max_seq_length",
+    None,
+    "As for training (default: the run's flags.txt beside --checkpoint, else the runner's "
+    "default: 384 for squad, else 128).",
 )
 flags.DEFINE_string("export_dir", None, "Where the SavedModel goes.")
 flags.DEFINE_string(
@@ -77,8 +80,22 @@ flags.DEFINE_bool(
 )
 
 
+# Settings export_model.py shares with the runners: by default, the trained run's own.
+_RUN_SETTINGS = (
+    "task_name",
+    "do_lower_case",
+    "max_seq_length",
+    "doc_stride",
+    "max_query_length",
+    "n_best_size",
+    "max_answer_length",
+    "version_2_with_negative",
+)
+
+
 def main(_):
     log_at_info(FLAGS)
+    take_settings_of_run(FLAGS, FLAGS.checkpoint, _RUN_SETTINGS)
     lower_case = FLAGS.do_lower_case
     if lower_case is None:
         lower_case = FLAGS.task != "ner"

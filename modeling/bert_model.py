@@ -27,14 +27,14 @@ class Encoder(keras.layers.Layer):
         for layer in self.transformer_layers:
             layer.build((None, None, self.hidden_size))
 
-    def call(self, x, attention_bias, training=False, packing=None, output_positions=None):
+    def call(self, x, attention_bias, training=False, real_tokens=None, output_positions=None):
         """Runs the layers.
 
         Args:
             x: `[B, S, H]`.
             attention_bias: `[B, 1, 1, S]`.
             training: enables dropout.
-            packing: a `RealTokens`: the layers then run on the real tokens only.
+            real_tokens: a `RealTokens`: the layers then run on the real tokens only.
             output_positions: int `[B, R]`: the last layer computes only these positions
                 (see `TransformerLayer.call`).
 
@@ -42,16 +42,18 @@ class Encoder(keras.layers.Layer):
             a list of L `[B, S, H]` (zeros at padding positions when packed); the last one
             `[B, R, H]` with output_positions.
         """
-        if packing is not None:
-            x = packing.pack(x)
+        if real_tokens is not None:
+            x = real_tokens.pack(x)
         outputs = []
         last = len(self.transformer_layers) - 1
         for i, layer in enumerate(self.transformer_layers):
             rows = output_positions if i == last else None
-            x = layer(x, attention_bias, training=training, packing=packing, output_positions=rows)
+            x = layer(
+                x, attention_bias, training=training, real_tokens=real_tokens, output_positions=rows
+            )
             # Unused layers' unpacking is pruned from the compiled step; picked rows are
             # already [B, R, H].
-            outputs.append(packing.unpack(x) if packing is not None and rows is None else x)
+            outputs.append(real_tokens.unpack(x) if real_tokens is not None and rows is None else x)
         return outputs
 
 
@@ -167,12 +169,12 @@ class BertModel(ConfigSerialization, keras.Model):
         embedding_output = self.embeddings(input_ids, segment_ids, training=training)
         bias = attention_bias_from_mask(input_mask)
         positions = inputs.get("token_positions")
-        packing = RealTokens(input_mask, positions) if positions is not None else None
+        real_tokens = RealTokens(input_mask, positions) if positions is not None else None
         layers = self.encoder(
             embedding_output,
             bias,
             training=training,
-            packing=packing,
+            real_tokens=real_tokens,
             output_positions=inputs.get("output_positions"),
         )
         sequence_output = layers[-1]

@@ -136,16 +136,16 @@ class SelfAttention(keras.layers.Layer):
         shape = tf.shape(x)
         return tf.reshape(x, [shape[0], shape[1], self.num_heads, self.head_size])
 
-    def call(self, x, attention_bias, training=False, packing=None, queries=None):
+    def call(self, x, attention_bias, training=False, real_tokens=None, queries=None):
         """Args: x `[B, S, H]` (or `[T, H]` with a `RealTokens`); attention_bias
         `[B, 1, 1, S]`; queries: `[B, R, H]` rows that attend instead of every position of
         x. Returns the layout of queries if given, else of x."""
         q = self.query(x if queries is None else queries)
         k, v = self.key(x), self.value(x)
-        if packing is not None:
-            k, v = packing.unpack(k), packing.unpack(v)
+        if real_tokens is not None:
+            k, v = real_tokens.unpack(k), real_tokens.unpack(v)
             if queries is None:
-                q = packing.unpack(q)
+                q = real_tokens.unpack(q)
         q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
         scores = tf.einsum("bfnd,btnd->bnft", q, k)
         scores = scores * (1.0 / math.sqrt(float(self.head_size)))
@@ -156,7 +156,7 @@ class SelfAttention(keras.layers.Layer):
         context = tf.einsum("bnft,btnd->bfnd", probs, v)
         shape = tf.shape(context)
         context = tf.reshape(context, [shape[0], shape[1], self.num_heads * self.head_size])
-        return packing.pack(context) if packing is not None and queries is None else context
+        return real_tokens.pack(context) if real_tokens is not None and queries is None else context
 
 
 class DenseResidualNorm(keras.layers.Layer):
@@ -200,12 +200,12 @@ class Attention(keras.layers.Layer):
         self.self_attention.build(input_shape)
         self.output_block.build(input_shape)
 
-    def call(self, x, attention_bias, training=False, packing=None, queries=None):
-        """Args: x `[B, S, H]` or `[T, H]`; attention_bias `[B, 1, 1, S]`; packing: a
+    def call(self, x, attention_bias, training=False, real_tokens=None, queries=None):
+        """Args: x `[B, S, H]` or `[T, H]`; attention_bias `[B, 1, 1, S]`; real_tokens: a
         `RealTokens` when x is packed; queries: `[B, R, H]` rows of x that attend (then only
         they are computed). Returns the layout of queries if given, else of x."""
         context = self.self_attention(
-            x, attention_bias, training=training, packing=packing, queries=queries
+            x, attention_bias, training=training, real_tokens=real_tokens, queries=queries
         )
         return self.output_block(context, x if queries is None else queries, training=training)
 
@@ -253,14 +253,14 @@ class TransformerLayer(keras.layers.Layer):
         self.intermediate.build(hidden)
         self.output_block.build(hidden[:-1] + (self.intermediate_size,))
 
-    def call(self, x, attention_bias, training=False, packing=None, output_positions=None):
+    def call(self, x, attention_bias, training=False, real_tokens=None, output_positions=None):
         """Runs the block.
 
         Args:
             x: `[B, S, H]`, or `[T, H]` with a `RealTokens`.
             attention_bias: `[B, 1, 1, S]`.
             training: enables dropout.
-            packing: a `RealTokens` when x is packed.
+            real_tokens: a `RealTokens` when x is packed.
             output_positions: int `[B, R]`: only these positions' outputs are computed
                 (real tokens when packed). Keys and values still come from every position,
                 so each row equals the same row of the full output; everything else (the
@@ -271,11 +271,11 @@ class TransformerLayer(keras.layers.Layer):
             the layout of x, or `[B, R, H]` with output_positions.
         """
         queries = None
-        if output_positions is not None and packing is not None:
-            queries = packing.rows_at(x, output_positions)
+        if output_positions is not None and real_tokens is not None:
+            queries = real_tokens.rows_at(x, output_positions)
         elif output_positions is not None:
             queries = tf.gather(x, tf.cast(output_positions, tf.int32), batch_dims=1)
         attention_out = self.attention(
-            x, attention_bias, training=training, packing=packing, queries=queries
+            x, attention_bias, training=training, real_tokens=real_tokens, queries=queries
         )
         return self.output_block(self.intermediate(attention_out), attention_out, training=training)

@@ -15,7 +15,7 @@ options it gives to the input pipelines (`data.records.batching`):
 import dataclasses
 
 from data.records.batching import FINE_BUCKET_WIDTH, Batching
-from training.distributed_input import pad_to_whole_batches, trim_lengths
+from training.distributed_input import batches_cut_to_length, pad_to_whole_batches
 
 # Prediction sorts examples by length within windows of this many batches: long enough to
 # group similar lengths, short enough that memory stays flat on large files.
@@ -80,7 +80,7 @@ class BatchPlan:
     def training(self):
         """`Batching` of the training stream."""
         return Batching(
-            trim_to_buckets=self.cut_to_length,
+            cut_to_length=self.cut_to_length,
             fine_buckets=not self.compiled,
             group_batches=GROUP_WINDOW_BATCHES if self.group_by_length else 0,
             group_seed=self.seed,
@@ -89,14 +89,14 @@ class BatchPlan:
 
     def evaluation(self):
         """`Batching` of a metrics pass over whole batches."""
-        return Batching(trim_to_buckets=self.cut_to_length, fine_buckets=not self.compiled)
+        return Batching(cut_to_length=self.cut_to_length, fine_buckets=not self.compiled)
 
     def prediction(self):
         """`Batching` of a prediction pass: similar lengths batched together where cut (the
         outputs come back in input order), the last batch whole where needed."""
         return Batching(
             pad_to_whole_batches=self.whole_inference_batches,
-            trim_to_buckets=self.cut_to_length,
+            cut_to_length=self.cut_to_length,
             fine_buckets=not self.compiled,
             sort_batches=SORT_WINDOW_BATCHES if self.cut_to_length else 0,
         )
@@ -113,7 +113,7 @@ def plan_batches(strategy, task, config):
     Raises:
         ValueError: `--pad_to_whole_batches=false` where the strategy needs static shapes.
     """
-    cut = task.cuts_to_length and trim_lengths(strategy, config.pad_to_max_seq_length)
+    cut = task.cuts_to_length and batches_cut_to_length(strategy, config.pad_to_max_seq_length)
     return BatchPlan(
         cut_to_length=cut,
         real_tokens_only=cut and task.real_tokens_only,
@@ -128,7 +128,7 @@ def plan_batches(strategy, task, config):
 def inference_plan(strategy, pad_to_max_seq_length, jit_compile):
     """The batch layout of extract_features: cut and sorted unless padding is asked for."""
     return BatchPlan(
-        cut_to_length=trim_lengths(strategy, pad_to_max_seq_length),
+        cut_to_length=batches_cut_to_length(strategy, pad_to_max_seq_length),
         real_tokens_only=False,
         whole_inference_batches=False,
         compiled=jit_compile,

@@ -86,7 +86,7 @@ def _on_caller_thread(dataset):
     return iter(_without_autotuning(dataset))
 
 
-def trim_lengths(strategy, pad_to_max_seq_length=False):
+def batches_cut_to_length(strategy, pad_to_max_seq_length=False):
     """Whether batches are cut to length buckets: unless asked not to, and never on a TPU,
     whose compiled steps need one static sequence length."""
     return not pad_to_max_seq_length and not _is_tpu(strategy)

@@ -57,7 +57,7 @@ class Batching:
             `batch_size / (num_pipelines * replicas)` examples, `replicas` of them per step.
         pad_to_whole_batches: fill the last batch of a finite set to a whole one (padding
             examples have `is_real_example` 0).
-        trim_to_buckets: cut each global batch to its longest real sequence, rounded up to a
+        cut_to_length: cut each global batch to its longest real sequence, rounded up to a
             bucket length.
         fine_buckets: buckets every 8 tokens instead of at most 8 per max_seq_length (for
             steps that are not compiled per shape).
@@ -68,14 +68,14 @@ class Batching:
             global batches (0: keep the stream's batches).
         group_seed: seed of the batch order within each window.
         token_slots: add `token_positions` with a multiple of this many slots per example
-            (0: none); needs `trim_to_buckets`.
+            (0: none); needs `cut_to_length`.
     """
 
     num_pipelines: int = 1
     pipeline_index: int = 0
     replicas: int = 1
     pad_to_whole_batches: bool = False
-    trim_to_buckets: bool = False
+    cut_to_length: bool = False
     fine_buckets: bool = False
     sort_batches: int = 0
     background: bool = True
@@ -298,7 +298,7 @@ def batch_examples(batches, batch_size, drop_remainder, batching, skip_batches=0
         raise ValueError(
             "Several replicas need whole batches: use drop_remainder or pad_to_whole_batches."
         )
-    if batching.trim_to_buckets:
+    if batching.cut_to_length:
         ds = plain_map(ds, lambda batch: _trim(batch, batching.fine_buckets))
         if batching.token_slots:
             ds = plain_map(ds, lambda batch: _with_token_positions(batch, batching))

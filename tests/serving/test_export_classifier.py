@@ -24,7 +24,8 @@ _HARD_PAIRS = [
 ]
 
 
-def _export(minilm_tf1, checkpoint, export_dir, *extra):
+def _export(minilm_tf1, checkpoint, export_dir, *extra, max_seq_length=24):
+    length = [f"--max_seq_length={max_seq_length}"] if max_seq_length else []
     return run_in_repo(
         [
             sys.executable,
@@ -32,7 +33,7 @@ def _export(minilm_tf1, checkpoint, export_dir, *extra):
             f"--checkpoint={checkpoint}",
             f"--bert_config_file={minilm_tf1 / 'bert_config.json'}",
             f"--vocab_file={minilm_tf1 / 'vocab.txt'}",
-            "--max_seq_length=24",
+            *length,
             f"--export_dir={export_dir}",
             *extra,
         ],
@@ -220,8 +221,10 @@ def test_an_existing_export_dir_is_replaced_only_with_overwrite(mrpc_run, minilm
     assert result.returncode != 0
     assert "already exists; pass --overwrite" in result.stderr
     assert sorted(os.listdir(export)) == before
-    result = _export(minilm_tf1, mrpc_run["out"], export, *args, "--overwrite")
+    # Without --max_seq_length: the run's own (24), from the flags.txt it saved.
+    result = _export(minilm_tf1, mrpc_run["out"], export, *args, "--overwrite", max_seq_length=None)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert f"--max_seq_length=24 from {mrpc_run['out'] / 'flags.txt'}" in result.stderr
     # A new export in its place: the old folder's files are gone, not merged.
     assert sorted(os.listdir(export)) == sorted(os.listdir(mrpc_run["export"]))
     assert sorted(os.listdir(tmp_path)) == ["export"]  # no temporary folder left beside it

@@ -90,7 +90,7 @@ def test_training_and_prediction_equal_full_length(files, tmp_path, name):
     # The cut is real: most training batches are shorter than SEQ.
     cut = [
         b["input_ids"].shape[1]
-        for b in reader("train", 8, True, 0, Batching(trim_to_buckets=True)).take(12)
+        for b in reader("train", 8, True, 0, Batching(cut_to_length=True)).take(12)
     ]
     assert all(n in bucket_lengths(SEQ) for n in cut) and min(cut) < SEQ
     runs = {}
@@ -156,7 +156,7 @@ def test_xla_training_on_cut_batches(files, tmp_path):
 def test_token_positions_of_each_replica(files, splits):
     """`token_positions`: each replica's real tokens in order (flat positions), then the slot
     past the end, to the same multiple of 16 per example on every replica."""
-    options = Batching(trim_to_buckets=True, token_slots=16, num_pipelines=splits)
+    options = Batching(cut_to_length=True, token_slots=16, num_pipelines=splits)
     ours = []
     for index in range(splits):
         batching = dataclasses.replace(options, pipeline_index=index)
@@ -167,7 +167,7 @@ def test_token_positions_of_each_replica(files, splits):
         )
     whole = list(
         classifier_dataset(
-            files["cls_train"], SEQ, False, 8, True, 3, 0, Batching(trim_to_buckets=True)
+            files["cls_train"], SEQ, False, 8, True, 3, 0, Batching(cut_to_length=True)
         ).take(3)
     )
     for step, batch in enumerate(whole):
@@ -203,7 +203,7 @@ def test_prediction_compiles_once_per_bucket(files, tmp_path, use_xla):
     trainer.task.prediction_outputs = counted
     seen = {
         int(b["input_ids"].shape[1])
-        for b in reader("test", 8, False, 0, Batching(trim_to_buckets=True, sort_batches=64))
+        for b in reader("test", 8, False, 0, Batching(cut_to_length=True, sort_batches=64))
     }
     assert len(seen) >= 3  # several buckets among the 5 sorted batches
     for _ in range(2):  # a second pass reuses every compiled shape
@@ -221,7 +221,7 @@ def test_micro_batches_in_order_of_length(files):
     length, each cut to its longest sequence rounded up to a multiple of 8, each with the
     positions of its real tokens."""
     _, reader = _setup("ner", files)
-    batch = next(iter(reader("train", 16, True, 0, Batching(trim_to_buckets=True))))
+    batch = next(iter(reader("train", 16, True, 0, Batching(cut_to_length=True))))
     part = micro_batches(batch, 4, width=8, token_slots=1)
     parts = [{k: v.numpy() for k, v in part(tf.constant(i)).items()} for i in range(4)]
     for p in parts:

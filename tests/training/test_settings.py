@@ -19,3 +19,40 @@ def test_counts_must_be_positive(tmp_path, name):
     config = tiny_train_config(tmp_path, **{name: 0})
     with pytest.raises(ValueError, match=f"--{name} must be at least 1, got 0"):
         config.check(num_replicas=1)
+
+
+def test_a_command_takes_the_settings_its_run_saved(tmp_path):
+    """export_model.py's defaults for what it shares with the runners come from the run's
+    flags.txt (written by `flagfile_text`), unless given on its own command line."""
+    from absl import flags
+
+    from training.flags import flagfile_text, take_settings_of_run
+
+    def define(values):
+        flags.DEFINE_integer("max_seq_length", 128, "", flag_values=values)
+        flags.DEFINE_bool("do_lower_case", True, "", flag_values=values)
+        flags.DEFINE_integer("doc_stride", 64, "", flag_values=values)
+        flags.DEFINE_string("task_name", None, "", flag_values=values)
+        flags.DEFINE_integer("n_best_size", 20, "", flag_values=values)
+
+    run = flags.FlagValues()
+    define(run)
+    run(["run_classifier.py", "--max_seq_length=24", "--nodo_lower_case", "--task_name=MRPC"])
+    (tmp_path / "flags.txt").write_text(flagfile_text(run))
+
+    export = flags.FlagValues()
+    define(export)
+    export(["export_model.py", "--doc_stride=32"])
+    names = ("max_seq_length", "do_lower_case", "doc_stride", "task_name", "n_best_size")
+    taken = take_settings_of_run(export, str(tmp_path / "model.ckpt-7"), names)
+    # flags.txt records every flag of the run, defaults included (n_best_size).
+    assert taken == {
+        "max_seq_length": 24,
+        "do_lower_case": False,
+        "task_name": "MRPC",
+        "n_best_size": 20,
+    }
+    assert export.doc_stride == 32  # given on this command line: kept
+    # A checkpoint without a run's flags.txt beside it (Google's own): nothing taken.
+    (tmp_path / "google").mkdir()
+    assert take_settings_of_run(export, str(tmp_path / "google" / "bert_model.ckpt"), names) == {}

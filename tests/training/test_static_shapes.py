@@ -241,7 +241,7 @@ def test_a_tpu_runs_full_length_whole_batches(make_task, tmp_path):
     plan = plan_batches(_tpu_strategy(), task, config)
     assert not plan.cut_to_length and not plan.real_tokens_only
     assert plan.whole_inference_batches
-    assert plan.training().token_slots == 0 and not plan.training().trim_to_buckets
+    assert plan.training().token_slots == 0 and not plan.training().cut_to_length
     assert plan.prediction().pad_to_whole_batches and plan.prediction().sort_batches == 0
     with pytest.raises(ValueError, match="--pad_to_whole_batches=false cannot be used"):
         pad_to_whole_batches(_tpu_strategy(), requested=False)

@@ -188,7 +188,7 @@ def test_batches_cut_to_their_bucket(tmp_path, fine, step):
         features.append(ClassifierFeatures(ids, [1] * length + [0] * (128 - length), [0] * 128, 0))
     path = str(tmp_path / "cut.tf_record")
     write_classifier_tfrecord(features, path)
-    batching = Batching(trim_to_buckets=True, fine_buckets=fine)
+    batching = Batching(cut_to_length=True, fine_buckets=fine)
     for batch in classifier_dataset(path, 128, False, 4, False, batching=batching):
         longest = int(batch["input_mask"].numpy().sum(1).max())
         assert batch["input_ids"].shape[1] == min(128, -(-longest // step) * step)
