@@ -50,8 +50,8 @@ flags.DEFINE_bool("overwrite", False, "Replace an existing --output_dir.")
 def main(_):
     log_at_info(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
+    from jobs.export_run import export_encoder_weights
     from modeling.formats import conversion
-    from training.jobs.export_run import export_encoder_weights
 
     # Refused before reading: converting a large model takes a while.
     conversion.check_output_dir(FLAGS.output_dir, FLAGS.overwrite)

@@ -108,7 +108,7 @@ def main(_):
     check_flags(FLAGS, **given)
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
     # TensorFlow loads here, once the command line is known to work.
-    from training.jobs.export_run import ExportRun, export_model
+    from jobs.export_run import ExportRun, export_model
 
     run = settings_from_flags(ExportRun, FLAGS, do_lower_case=lower_case, **given)
     export_model(run, bert_config)

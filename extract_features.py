@@ -71,7 +71,7 @@ def main(_):
     layers = parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
     tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
     # TensorFlow loads here, once the command line is known to work.
-    from training.jobs.extraction_run import ExtractionRun, extract_features
+    from jobs.extraction_run import ExtractionRun, extract_features
     from training.strategy import create_strategy
 
     run = settings_from_flags(ExtractionRun, FLAGS, layers=layers)

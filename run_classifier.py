@@ -44,7 +44,7 @@ def main(_):
     options = {"language": FLAGS.xnli_language} if task_name == "xnli" else {}
     processor = get_processor(FLAGS.task_name, **options)
     # TensorFlow loads here, once the command line is known to work.
-    from training.jobs.classifier_run import ClassifierRun, run_classifier
+    from jobs.classifier_run import ClassifierRun, run_classifier
 
     strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(ClassifierRun, FLAGS, task_name=task_name)

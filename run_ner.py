@@ -51,7 +51,7 @@ training_flags.define_training_flags()
 def main(_):
     bert_config, tokenizer = training_flags.check_fine_tuning(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
-    from training.jobs.ner_run import NerRun, run_ner
+    from jobs.ner_run import NerRun, run_ner
 
     strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(NerRun, FLAGS)

@@ -47,7 +47,7 @@ def main(_):
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
     bert_config.check_max_seq_length(FLAGS.max_seq_length)
     # TensorFlow loads here, once the command line is known to work.
-    from training.jobs.pretraining_run import PretrainingRun, run_pretraining
+    from jobs.pretraining_run import PretrainingRun, run_pretraining
 
     strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(PretrainingRun, FLAGS)

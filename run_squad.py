@@ -75,7 +75,7 @@ def main(_):
     validate_flags_or_throw(bert_config)
     tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
     # TensorFlow loads here, once the command line is known to work.
-    from training.jobs.squad_run import SquadRun, run_squad
+    from jobs.squad_run import SquadRun, run_squad
 
     strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(SquadRun, FLAGS)

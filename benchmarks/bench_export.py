@@ -63,8 +63,8 @@ def prepare(args):
     """Writes the random checkpoint, bert_config.json and the export (once per work dir)."""
     import keras
 
+    from jobs.export_run import ExportRun, export_model
     from modeling import tf1_checkpoint
-    from training.jobs.export_run import ExportRun, export_model
     from training.tasks import ClassifierTask
 
     config = bert_config(args.config)

@@ -183,9 +183,9 @@ def run_predict(args, config, padding):
 def run_extract(args, config, padding):
     import keras
 
+    from jobs.extraction_run import ExtractionRun, extract_features
     from modeling import tf1_checkpoint
     from modeling.bert_model import BertModel
-    from training.jobs.extraction_run import ExtractionRun, extract_features
     from training.strategy import create_strategy
 
     prefix = os.path.join(args.work_dir, f"encoder_{args.config}", "model.ckpt")

@@ -10,7 +10,7 @@ arrays (the encoder and, when present, the `cls/*` pretraining heads) and the pa
 * `hf`: a Hugging Face BERT folder (`config.json` + `model.safetensors` + `vocab.txt`).
 * `tf2`: Model Garden's object-based encoder or pretrainer checkpoint (read only).
 * `tfhub`: a TF Hub BERT encoder SavedModel, from Model Garden's exporter or this project's
-  `export_model.py --task=encoder` (written by `training.jobs.export_run`, not here).
+  `export_model.py --task=encoder` (written by `jobs.export_run`, not here).
 * `keras_hub`: a keras-hub `BertBackbone` / `BertMaskedLM` preset directory.
 """
 
@@ -296,7 +296,7 @@ def write_weights(
 
     The whole directory is written under a temporary name and renamed when complete, so an
     interrupted conversion leaves nothing under the final name. (`tfhub` output is a SavedModel
-    built by `training.jobs.export_run`, the code that export_model.py uses.)
+    built by `jobs.export_run`, the code that export_model.py uses.)
 
     Args:
         output_dir: the directory to create (or an empty one to fill).

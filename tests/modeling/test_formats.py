@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from jobs.export_run import export_encoder_weights
 from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
@@ -22,7 +23,6 @@ from tests.helpers.minilm import minilm_dir
 from tests.helpers.scripts import run_in_repo
 from tests.helpers.tiny_config import tiny_config
 from tests.oracles import run_oracle
-from training.jobs.export_run import export_encoder_weights
 
 _MLM = "cls/predictions/"
 _NSP = "cls/seq_relationship/"

@@ -11,11 +11,11 @@ import pytest
 
 from data.extraction.features import format_json_line, read_examples, round_6, value_lists
 from data.tokenization.full_tokenizer import FullTokenizer
+from jobs.extraction_run import ExtractionRun, extract_features
 from modeling.config import BertConfig
 from tests.helpers.paths import REPO
 from tests.oracles import run_oracle
 from training import inference
-from training.jobs.extraction_run import ExtractionRun, extract_features
 from training.strategy import create_strategy
 
 WORDS = [

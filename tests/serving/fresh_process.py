@@ -76,8 +76,8 @@ def export_here(bert_config_file, **settings):
     """export_model.py's job run in this process (what the runner does after parsing flags),
     for tests about the export rather than its command line; `settings` are `ExportRun` fields
     (`do_lower_case` defaults to true)."""
+    from jobs.export_run import ExportRun, export_model
     from modeling.config import BertConfig
-    from training.jobs.export_run import ExportRun, export_model
 
     settings = {
         "do_lower_case": True,

@@ -10,10 +10,10 @@ import pytest
 from data.glue.features import ClassifierFeatures
 from data.glue.records import classifier_dataset, write_classifier_tfrecord
 from data.records.input_pipeline import damaged_records_error
+from jobs.fine_tuning import reading_own_records
 from tests.helpers.pretraining_records import write_records
 from tests.helpers.scripts import REPO, run_in_repo
 from tests.helpers.tiny_config import write_tiny_config
-from training.jobs.fine_tuning import reading_own_records
 
 
 def _record_starts(path):

@@ -2,7 +2,6 @@
 
 import dataclasses
 import os
-import tempfile
 
 import tensorflow as tf
 from absl import logging
@@ -13,7 +12,6 @@ from data.squad import evaluation
 from data.tokenization.full_tokenizer import load_vocab
 from fileio.atomic import atomic_directory
 from modeling import tf1_checkpoint
-from modeling.checkpoint_files import open_checkpoint
 from modeling.formats.conversion import SAVED_MODEL_CONFIG
 from modeling.layers import weights_from_checkpoint
 from serving.classifier import ClassifierExport
@@ -42,8 +40,9 @@ class ExportRun:
     checkpoint: str
     vocab_file: str
     do_lower_case: bool
-    max_seq_length: int
     export_dir: str
+    # None only where nothing is tokenized (convert_checkpoint's TF Hub encoder).
+    max_seq_length: int | None = None
     overwrite: bool = False
     task_name: str | None = None
     preprocessor_export_dir: str | None = None
@@ -68,12 +67,10 @@ def _check_vocab(vocab_file, vocab_size):
         )
 
 
-def _load(task, variable_map, prefix):
-    """Assigns every variable of the export from the checkpoint, or says what does not fit."""
-    # Outside the mismatch hint below: a damaged file's sentence must stay the last line.
-    arrays = tf1_checkpoint.read_checkpoint(prefix)
+def _load(task, variable_map, weights):
+    """Assigns every variable of the export from the weights, or says what does not fit."""
     try:
-        tf1_checkpoint.assign_arrays(variable_map, arrays, prefix)
+        tf1_checkpoint.assign_arrays(variable_map, weights.arrays, weights.source)
     except ValueError as err:
         raise ValueError(
             f"{err}\n--task={task} reads a checkpoint written by {_TRAINED_BY[task]}; pass "
@@ -81,14 +78,14 @@ def _load(task, variable_map, prefix):
         ) from None
 
 
-def _classifier(run, bert_config, prefix):
+def _classifier(run, bert_config, weights):
     if not run.task_name:
         raise ValueError("--task=classifier needs --task_name (e.g. MRPC), the fine-tuned task.")
     processor = get_processor(run.task_name)
     labels = processor.get_labels()
     task = ClassifierTask(bert_config, len(labels), processor.is_regression)
     task.build_model()
-    _load(run.task, task.variable_map(), prefix)
+    _load(run.task, task.variable_map(), weights)
     export = ClassifierExport(
         task.model,
         run.vocab_file,
@@ -102,9 +99,9 @@ def _classifier(run, bert_config, prefix):
     return export, export.signatures()
 
 
-def _ner(run, bert_config, prefix):
+def _ner(run, bert_config, weights):
     # labels.txt sits in the output_dir of the run_ner run the checkpoint comes from.
-    label_file = run.label_file or os.path.join(os.path.dirname(prefix), LABELS_FILE)
+    label_file = run.label_file or os.path.join(weights.folder, LABELS_FILE)
     if not tf.io.gfile.exists(label_file):
         raise ValueError(
             f"No tag list at {label_file}: pass --label_file (the labels.txt of the run_ner "
@@ -113,17 +110,17 @@ def _ner(run, bert_config, prefix):
     labels = read_label_file(label_file)
     task = NerTask(bert_config, len(labels))
     task.build_model()
-    _load(run.task, task.variable_map(), prefix)
+    _load(run.task, task.variable_map(), weights)
     export = NerExport(
         task.model, run.vocab_file, run.do_lower_case, run.max_seq_length, run.doc_stride, labels
     )
     return export, export.signatures()
 
 
-def _null_threshold(run, prefix):
+def _null_threshold(run, weights):
     if run.null_score_diff_threshold is not None:
         return run.null_score_diff_threshold
-    path = os.path.join(os.path.dirname(prefix), evaluation.THRESHOLD_FILE)
+    path = os.path.join(weights.folder, evaluation.THRESHOLD_FILE)
     if not tf.io.gfile.exists(path):
         raise ValueError(
             f"A SQuAD 2.0 export needs its null threshold, and {path} does not exist: run "
@@ -135,11 +132,11 @@ def _null_threshold(run, prefix):
         return float(f.read())
 
 
-def _squad(run, bert_config, prefix):
-    threshold = _null_threshold(run, prefix) if run.version_2_with_negative else 0.0
+def _squad(run, bert_config, weights):
+    threshold = _null_threshold(run, weights) if run.version_2_with_negative else 0.0
     task = SquadTask(bert_config)
     task.build_model()
-    _load(run.task, task.variable_map(), prefix)
+    _load(run.task, task.variable_map(), weights)
     logging.info("SQuAD export: null threshold %r", threshold)
     export = SquadExport(
         task.model,
@@ -156,11 +153,10 @@ def _squad(run, bert_config, prefix):
     return export, export.signatures()
 
 
-def _encoder(run, bert_config, prefix):
+def _encoder(run, bert_config, weights):
     # The `mlm` sub-object comes with the checkpoint's masked-LM head, when it has one (Google's
     # bert_model.ckpt and run_pretraining's checkpoints do; fine-tuned ones do not).
-    reader = open_checkpoint(prefix)
-    with_mlm = reader.has_tensor("cls/predictions/output_bias")
+    with_mlm = "cls/predictions/output_bias" in weights.arrays
     task = PretrainingTask(bert_config)
     model = task.build_model()
     if with_mlm:
@@ -170,22 +166,50 @@ def _encoder(run, bert_config, prefix):
         names = {k: v for k, v in names.items() if not k.startswith("cls/seq_relationship")}
     else:
         names = tf1_checkpoint.build_variable_map(bert_model=model.bert)
-    _load(run.task, names, prefix)
+    _load(run.task, names, weights)
     logging.info("TF Hub encoder %s the mlm sub-object.", "with" if with_mlm else "without")
     heads = model.cls if with_mlm else None
     return build_encoder(model.bert, run.vocab_file, run.do_lower_case, heads), None
 
 
-def _pretraining(run, bert_config, prefix):
+def _pretraining(run, bert_config, weights):
     task = PretrainingTask(bert_config)
     task.build_model()
-    _load(run.task, task.variable_map(), prefix)
+    _load(run.task, task.variable_map(), weights)
     export = PretrainingExport(task.model, run.vocab_file, run.do_lower_case)
     return export, export.signatures()
 
 
+@dataclasses.dataclass
+class _Weights:
+    """The weights an export reads: arrays by original name, what messages call them, and the
+    folder of the run that wrote them (its labels.txt and SQuAD threshold; None in memory)."""
+
+    arrays: dict
+    source: str
+    folder: str | None
+
+
+def _check_before_work(run, bert_config):
+    """Refuses what cannot work before any: building and saving a large model takes minutes."""
+    for flag in ("export_dir", "preprocessor_export_dir"):
+        path = getattr(run, flag)
+        if path and tf.io.gfile.exists(path) and not run.overwrite:
+            raise FileExistsError(
+                f"--{flag} {path} already exists; pass --overwrite to replace it or choose "
+                "another directory."
+            )
+    _check_vocab(run.vocab_file, bert_config.vocab_size)
+    if run.precision != "float32" and run.task == "encoder":
+        raise ValueError(
+            f"--task=encoder exports float32 only (--precision={run.precision} given): a TF Hub "
+            "encoder is fine-tuned by its users, who choose their own precision. Drop "
+            "--precision."
+        )
+
+
 def export_model(run, bert_config):
-    """Writes the SavedModel of `run.task` to `run.export_dir`, atomically.
+    """Writes the SavedModel of `run.task` from the checkpoint `run.checkpoint`, atomically.
 
     Args:
         run: `ExportRun`.
@@ -198,44 +222,36 @@ def export_model(run, bert_config):
         FileExistsError: `export_dir` exists and `overwrite` is false.
         ValueError: the checkpoint does not hold the task's model (every mismatch listed).
     """
-    # Refuse before any work: building and saving a large model takes minutes.
-    for flag in ("export_dir", "preprocessor_export_dir"):
-        path = getattr(run, flag)
-        if path and tf.io.gfile.exists(path) and not run.overwrite:
-            raise FileExistsError(
-                f"--{flag} {path} already exists; pass --overwrite to replace it or choose "
-                "another directory."
-            )
-    _check_vocab(run.vocab_file, bert_config.vocab_size)
+    _check_before_work(run, bert_config)
     prefix = tf1_checkpoint.resolve_checkpoint_path(run.checkpoint)
-    if run.precision != "float32" and run.task == "encoder":
-        raise ValueError(
-            f"--task=encoder exports float32 only (--precision={run.precision} given): a TF Hub "
-            "encoder is fine-tuned by its users, who choose their own precision. Drop "
-            "--precision."
-        )
+    weights = _Weights(tf1_checkpoint.read_checkpoint(prefix), prefix, os.path.dirname(prefix))
+    return _export_weights(run, bert_config, weights)
+
+
+def _export_weights(run, bert_config, weights):
     # The flag's policy, not whatever a training run in this process left behind; weights
-    # stay float32 under every policy.
-    # Each task's checkpoint load is strict, so no variable needs its random draw.
+    # stay float32 under every policy. Each task's load is strict, so no variable needs its
+    # random draw.
     with compute_policy(run.precision), weights_from_checkpoint():
-        _export(run, bert_config, prefix)
+        _export(run, bert_config, weights)
     return run.export_dir
 
 
-def _export(run, bert_config, prefix):
-    logging.info("Exporting --task=%s from %s", run.task, prefix)
-    if run.task == "classifier":
-        root, signatures = _classifier(run, bert_config, prefix)
-    elif run.task == "ner":
-        root, signatures = _ner(run, bert_config, prefix)
-    elif run.task == "squad":
-        root, signatures = _squad(run, bert_config, prefix)
-    elif run.task == "encoder":
-        root, signatures = _encoder(run, bert_config, prefix)
-    elif run.task == "pretraining":
-        root, signatures = _pretraining(run, bert_config, prefix)
-    else:
+# What each --task builds: (the exported root object, its signatures).
+_BUILDERS = {
+    "classifier": _classifier,
+    "ner": _ner,
+    "squad": _squad,
+    "encoder": _encoder,
+    "pretraining": _pretraining,
+}
+
+
+def _export(run, bert_config, weights):
+    logging.info("Exporting --task=%s from %s", run.task, weights.source)
+    if run.task not in _BUILDERS:
         raise ValueError(f"Unknown --task={run.task}.")
+    root, signatures = _BUILDERS[run.task](run, bert_config, weights)
     parent = os.path.dirname(run.export_dir.rstrip("/"))
     if parent:
         tf.io.gfile.makedirs(parent)
@@ -270,8 +286,8 @@ def export_encoder_weights(
 ):
     """Writes weights held in memory (original names) as the TF Hub encoder of `--task=encoder`.
 
-    The same export as export_model.py's, from a temporary original-layout checkpoint, so both
-    tools write one format (convert_checkpoint.py --output_format=tfhub uses this).
+    The same export as export_model.py's, so both tools write one format
+    (convert_checkpoint.py --output_format=tfhub uses this).
 
     Args:
         bert_config: `BertConfig` of the weights.
@@ -289,17 +305,13 @@ def export_encoder_weights(
             "A TF Hub encoder ships its vocab.txt: none was found beside the input. Put the "
             "model's vocab.txt there."
         )
-    with tempfile.TemporaryDirectory() as scratch:
-        prefix = tf1_checkpoint.save_tf1_checkpoint(
-            arrays, os.path.join(scratch, "bert_model.ckpt")
-        )
-        run = ExportRun(
-            task="encoder",
-            checkpoint=prefix,
-            vocab_file=vocab_file,
-            do_lower_case=do_lower_case,
-            max_seq_length=128,
-            export_dir=export_dir,
-            overwrite=overwrite,
-        )
-        return export_model(run, bert_config)
+    run = ExportRun(
+        task="encoder",
+        checkpoint="",
+        vocab_file=vocab_file,
+        do_lower_case=do_lower_case,
+        export_dir=export_dir,
+        overwrite=overwrite,
+    )
+    _check_before_work(run, bert_config)
+    return _export_weights(run, bert_config, _Weights(arrays, "the converted weights", None))

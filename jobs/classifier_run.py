@@ -11,7 +11,7 @@ from data.glue.features import convert_examples_to_features
 from data.glue.processor_base import PaddingInputExample
 from data.glue.records import classifier_dataset, write_classifier_tfrecord
 from data.glue.submission import write_leaderboard_file, write_test_results
-from training.jobs import fine_tuning
+from jobs import fine_tuning
 from training.loop import Trainer
 from training.strategy import worker_output_dir
 from training.summaries import write_eval_results

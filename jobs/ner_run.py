@@ -14,7 +14,7 @@ from data.ner.features import build_windows, word_predictions
 from data.ner.metrics import entity_scores
 from data.ner.predictions import write_predictions
 from data.ner.records import ner_dataset, write_ner_tfrecord
-from training.jobs import fine_tuning
+from jobs import fine_tuning
 from training.loop import Trainer
 from training.strategy import worker_output_dir
 from training.summaries import write_eval_results

@@ -14,7 +14,7 @@ from data.squad.features import convert_examples_to_features
 from data.squad.records import squad_dataset, write_squad_tfrecord
 from fileio.atomic import write_atomically
 from fileio.errors import UserError
-from training.jobs import fine_tuning
+from jobs import fine_tuning
 from training.loop import Trainer
 from training.strategy import worker_output_dir
 from training.summaries import write_eval_results
