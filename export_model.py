@@ -21,7 +21,7 @@ from fileio.errors import run_command
 from modeling.config import BertConfig
 from training.flag_rules import check_flags
 from training.flags import define_precision_flag, quiet_tensorflow_logs, take_settings_of_run
-from training.settings import log_at_info, settings_from_flags
+from training.settings import TASK_DEFAULTS, log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()
@@ -58,11 +58,19 @@ flags.DEFINE_string(
     "label_file", None, "--task=ner: the run's labels.txt (default: beside the checkpoint)."
 )
 flags.DEFINE_integer(
-    "doc_stride", None, "--task=ner/squad: as for the runner (default: its own, 64 / 128)."
+    "doc_stride",
+    None,
+    "--task=ner/squad: as for training (default: the run's, else the runner's: 64 / 128).",
 )
-flags.DEFINE_integer("max_query_length", 64, "--task=squad: as for run_squad.py.")
-flags.DEFINE_integer("n_best_size", 20, "--task=squad: as for run_squad.py.")
-flags.DEFINE_integer("max_answer_length", 30, "--task=squad: as for run_squad.py.")
+flags.DEFINE_integer(
+    "max_query_length", None, "--task=squad: as for training (default: the run's, else 64)."
+)
+flags.DEFINE_integer(
+    "n_best_size", None, "--task=squad: as for run_squad.py (default: the run's, else 20)."
+)
+flags.DEFINE_integer(
+    "max_answer_length", None, "--task=squad: as for run_squad.py (default: the run's, else 30)."
+)
 flags.DEFINE_bool("version_2_with_negative", False, "--task=squad: a SQuAD 2.0 model.")
 flags.DEFINE_float(
     "null_score_diff_threshold",
@@ -99,12 +107,11 @@ def main(_):
     lower_case = FLAGS.do_lower_case
     if lower_case is None:
         lower_case = FLAGS.task != "ner"
-    task = FLAGS.task
-    defaults = {
-        "max_seq_length": 384 if task == "squad" else 128,
-        "doc_stride": 128 if task == "squad" else 64,
+    # Settings neither given nor saved by the run: the task's runner's defaults.
+    given = {
+        name: FLAGS[name].value if FLAGS[name].value is not None else value
+        for name, value in TASK_DEFAULTS[FLAGS.task].items()
     }
-    given = {k: FLAGS[k].value if FLAGS[k].value is not None else v for k, v in defaults.items()}
     check_flags(FLAGS, **given)
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
     # TensorFlow loads here, once the command line is known to work.

@@ -18,7 +18,7 @@ from absl import flags
 from data.glue.processors import canonical_task_name, get_processor
 from fileio.errors import run_command
 from training import flags as training_flags
-from training.settings import settings_from_flags
+from training.settings import settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
 training_flags.quiet_tensorflow_logs()
@@ -29,7 +29,11 @@ flags.DEFINE_string("data_dir", None, "Directory with the task's .tsv files.")
 flags.DEFINE_string(
     "task_name", None, "cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, ax, xnli."
 )
-flags.DEFINE_integer("max_seq_length", 128, "Maximum total length after WordPiece.")
+flags.DEFINE_integer(
+    "max_seq_length",
+    task_default("classifier", "max_seq_length"),
+    "Maximum total length after WordPiece.",
+)
 flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
 flags.DEFINE_bool("do_predict", False, "Whether to run the model on the test set.")
 flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")

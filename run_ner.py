@@ -21,7 +21,7 @@ from absl import flags
 
 from fileio.errors import run_command
 from training import flags as training_flags
-from training.settings import settings_from_flags
+from training.settings import settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
 training_flags.quiet_tensorflow_logs()
@@ -33,8 +33,14 @@ flags.DEFINE_string("data_dir", None, "Directory with train.txt, dev.txt and tes
 flags.DEFINE_string(
     "label_file", None, "Tags, one per line, with 'O' (default: learned from train.txt)."
 )
-flags.DEFINE_integer("max_seq_length", 128, "Maximum total length after WordPiece.")
-flags.DEFINE_integer("doc_stride", 64, "Stride between the windows of a sentence too long for one.")
+flags.DEFINE_integer(
+    "max_seq_length", task_default("ner", "max_seq_length"), "Maximum total length after WordPiece."
+)
+flags.DEFINE_integer(
+    "doc_stride",
+    task_default("ner", "doc_stride"),
+    "Stride between the windows of a sentence too long for one.",
+)
 flags.DEFINE_bool(
     "document_context",
     False,

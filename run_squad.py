@@ -20,7 +20,7 @@ from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
 from training.flag_rules import check_flags
-from training.settings import log_at_info, settings_from_flags
+from training.settings import log_at_info, settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
 training_flags.quiet_tensorflow_logs()
@@ -29,9 +29,21 @@ training_flags.define_model_flags()
 training_flags.define_run_flags(fine_tuning=True)
 flags.DEFINE_string("train_file", None, "SQuAD json for training, e.g. train-v1.1.json.")
 flags.DEFINE_string("predict_file", None, "SQuAD json for predictions, e.g. dev-v1.1.json.")
-flags.DEFINE_integer("max_seq_length", 384, "Maximum total length after WordPiece.")
-flags.DEFINE_integer("doc_stride", 128, "Stride between the chunks of a long document.")
-flags.DEFINE_integer("max_query_length", 64, "Question tokens kept (longer ones are truncated).")
+flags.DEFINE_integer(
+    "max_seq_length",
+    task_default("squad", "max_seq_length"),
+    "Maximum total length after WordPiece.",
+)
+flags.DEFINE_integer(
+    "doc_stride",
+    task_default("squad", "doc_stride"),
+    "Stride between the chunks of a long document.",
+)
+flags.DEFINE_integer(
+    "max_query_length",
+    task_default("squad", "max_query_length"),
+    "Question tokens kept (longer ones are truncated).",
+)
 flags.DEFINE_bool(
     "do_predict",
     False,
@@ -44,8 +56,16 @@ flags.DEFINE_bool(
     "Predict --predict_file (a dev set) and score it with the official SQuAD definitions into "
     "eval_results.txt; SQuAD 2.0 also saves the best null threshold for export_model.py.",
 )
-flags.DEFINE_integer("n_best_size", 20, "Size of the n-best list in nbest_predictions.json.")
-flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in WordPiece tokens.")
+flags.DEFINE_integer(
+    "n_best_size",
+    task_default("squad", "n_best_size"),
+    "Size of the n-best list in nbest_predictions.json.",
+)
+flags.DEFINE_integer(
+    "max_answer_length",
+    task_default("squad", "max_answer_length"),
+    "Longest answer, in WordPiece tokens.",
+)
 flags.DEFINE_bool("verbose_logging", False, "Log the alignment warnings of the answer text.")
 flags.DEFINE_bool("version_2_with_negative", False, "SQuAD 2.0: some questions have no answer.")
 flags.DEFINE_float(

@@ -20,6 +20,7 @@ from serving.pretraining import PretrainingExport
 from serving.squad import SquadExport
 from serving.tfhub import build_encoder, build_preprocessor
 from training.precision import compute_policy
+from training.settings import TASK_DEFAULTS
 from training.tasks import ClassifierTask, NerTask, PretrainingTask, SquadTask
 
 # Which runner writes checkpoints that each export reads, for error messages.
@@ -41,20 +42,25 @@ class ExportRun:
     vocab_file: str
     do_lower_case: bool
     export_dir: str
-    # None only where nothing is tokenized (convert_checkpoint's TF Hub encoder).
     max_seq_length: int | None = None
     overwrite: bool = False
     task_name: str | None = None
     preprocessor_export_dir: str | None = None
     label_file: str | None = None
-    doc_stride: int = 64
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
+    # None: the task's runner's default (training.settings.TASK_DEFAULTS).
+    doc_stride: int | None = None
+    max_query_length: int | None = None
+    n_best_size: int | None = None
+    max_answer_length: int | None = None
     version_2_with_negative: bool = False
     null_score_diff_threshold: float | None = None
     precision: str = "float32"
     pad_to_max_seq_length: bool = False
+
+    def __post_init__(self):
+        for name, value in TASK_DEFAULTS.get(self.task, {}).items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
 
 
 def _check_vocab(vocab_file, vocab_size):

@@ -2,8 +2,9 @@
 and the training loop's settings (`TrainConfig`).
 
 A runner's settings object is a dataclass whose fields are flags of the same names; a default
-lives in one place, the flag definition or, for the loop's settings, `TrainConfig` (whose flags
-read it with `default`).
+lives in one place: the flag definition; for the loop's settings, `TrainConfig` (whose flags
+read it with `default`); for the window and answer settings the fine-tuning runners share with
+export_model.py, `TASK_DEFAULTS` (read with `task_default`).
 """
 
 import dataclasses
@@ -14,6 +15,28 @@ from absl import logging
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 # --strategy: the tf.distribute strategies a run may use (`training.strategy`).
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+# Per task (export_model.py's --task), the defaults of the settings a fine-tuning runner shares
+# with the export of its model: the original's run_classifier.py and run_squad.py values, and
+# run_ner's window stride.
+TASK_DEFAULTS = {
+    "classifier": {"max_seq_length": 128},
+    "ner": {"max_seq_length": 128, "doc_stride": 64},
+    "squad": {
+        "max_seq_length": 384,
+        "doc_stride": 128,
+        "max_query_length": 64,
+        "n_best_size": 20,
+        "max_answer_length": 30,
+    },
+    "pretraining": {"max_seq_length": 128},
+    "encoder": {"max_seq_length": 128},
+}
+
+
+def task_default(task, name):
+    """The default of setting `name` (a flag name) for `task`, from `TASK_DEFAULTS`."""
+    return TASK_DEFAULTS[task][name]
 
 
 def settings_from_flags(settings_class, flag_values, **overrides):
