@@ -1,4 +1,4 @@
-"""Checks the GLUE leaderboard files of a set of runs and zips them for gluebenchmark.com.
+r"""Checks the GLUE leaderboard files of a set of runs and zips them for gluebenchmark.com.
 
 run_classifier.py --do_predict writes one leaderboard file per test set (CoLA.tsv, MNLI-m.tsv,
 ...). This collects the eleven files from --input_dir or, each found once, its subdirectories,

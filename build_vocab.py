@@ -1,4 +1,4 @@
-"""Learns a WordPiece vocab.txt (Google's layout) from raw text, for pre-training from scratch.
+r"""Learns a WordPiece vocab.txt (Google's layout) from raw text, for pre-training from scratch.
 
 The text is split into words exactly as `FullTokenizer` will split it (same --do_lower_case), and
 the file loads directly in `FullTokenizer` and `create_pretraining_data.py`. The [UNK] rate of the

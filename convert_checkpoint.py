@@ -1,4 +1,4 @@
-"""Converts BERT weights between Google's TF1 layout and every other BERT format.
+r"""Converts BERT weights between Google's TF1 layout and every other BERT format.
 
 In: tf1, keras (this project's), hf, tf2 (Model Garden), tfhub, keras_hub.
 Out: tf1, keras, hf, tfhub, keras_hub. The encoder always; the pretraining heads where both

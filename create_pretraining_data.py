@@ -1,4 +1,4 @@
-"""Creates masked-LM / next-sentence TFRecords from plain text, as the original script does.
+r"""Creates masked-LM / next-sentence TFRecords from plain text, as the original script does.
 
 Input: one sentence per line, a blank line between documents. With the default
 `--num_workers=0` the records are those of Google's original create_pretraining_data.py for

@@ -1,13 +1,13 @@
-"""Exports a trained model as a SavedModel: raw text in and the answer out, or TF Hub format.
+r"""Exports a trained model as a SavedModel: raw text in and the answer out, or TF Hub format.
 
     # A GLUE classifier fine-tuned by run_classifier.py: sentences in, label and probabilities out.
-    python export_model.py --task=classifier --task_name=MRPC \\
-        --checkpoint=/tmp/mrpc_output --bert_config_file=$BERT_BASE_DIR/bert_config.json \\
+    python export_model.py --task=classifier --task_name=MRPC \
+        --checkpoint=/tmp/mrpc_output --bert_config_file=$BERT_BASE_DIR/bert_config.json \
         --vocab_file=$BERT_BASE_DIR/vocab.txt --max_seq_length=128 --export_dir=/tmp/mrpc_model
 
     # Google's checkpoint as a TF Hub encoder (plus the matching preprocessor).
-    python export_model.py --task=encoder --checkpoint=$BERT_BASE_DIR/bert_model.ckpt \\
-        --bert_config_file=$BERT_BASE_DIR/bert_config.json --vocab_file=$BERT_BASE_DIR/vocab.txt \\
+    python export_model.py --task=encoder --checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
+        --bert_config_file=$BERT_BASE_DIR/bert_config.json --vocab_file=$BERT_BASE_DIR/vocab.txt \
         --export_dir=/tmp/bert_encoder --preprocessor_export_dir=/tmp/bert_preprocess
 
 `--checkpoint` is an output_dir (its latest model.ckpt-N) or a checkpoint prefix. The export is

@@ -1,4 +1,4 @@
-"""Writes per-token activations of chosen encoder layers as JSON lines (the original's format).
+r"""Writes per-token activations of chosen encoder layers as JSON lines (the original's format).
 
 Example:
 

@@ -1,4 +1,4 @@
-"""Fine-tunes, evaluates and predicts sentence (pair) classifiers: every GLUE task and XNLI.
+r"""Fine-tunes, evaluates and predicts sentence (pair) classifiers: every GLUE task and XNLI.
 
 The original's command lines work unchanged, e.g.:
 

@@ -1,4 +1,4 @@
-"""Fine-tunes, evaluates and predicts named-entity taggers on CoNLL-format data (CoNLL-2003,
+r"""Fine-tunes, evaluates and predicts named-entity taggers on CoNLL-format data (CoNLL-2003,
 WNUT, OntoNotes, biomedical sets: any tag set in IOB1 or IOB2).
 
 In the original runners' style, e.g. CoNLL-2003 with the paper's protocol (cased model, first

@@ -1,4 +1,4 @@
-"""Masked LM + next-sentence pre-training and evaluation on create_pretraining_data.py output.
+r"""Masked LM + next-sentence pre-training and evaluation on create_pretraining_data.py output.
 
 The original's command lines work unchanged, e.g.:
 

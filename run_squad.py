@@ -1,4 +1,4 @@
-"""Fine-tunes and predicts SQuAD 1.1 and 2.0 answer spans.
+r"""Fine-tunes and predicts SQuAD 1.1 and 2.0 answer spans.
 
 The original's command lines work unchanged, e.g.:
 

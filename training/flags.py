@@ -120,6 +120,11 @@ def define_tpu_flags():
     flags.DEFINE_integer(
         "num_tpu_cores", 8, "TPU cores; when given, checked against the TPU's own count."
     )
+
+
+def define_training_flags():
+    """The loop's flags: checkpoints and compiled calls (the original's names), then those this
+    project adds: strategy, precision, XLA, optimizer, accumulation, logging."""
     flags.DEFINE_integer(
         "save_checkpoints_steps",
         _train("save_checkpoints_steps"),
@@ -132,10 +137,6 @@ def define_tpu_flags():
         "--log_every_steps and --save_checkpoints_steps boundary, so raise those as well for "
         "longer calls.",
     )
-
-
-def define_training_flags():
-    """Flags this project adds: strategy, precision, XLA, optimizer, accumulation, logging."""
     flags.DEFINE_enum("strategy", "one_device", list(STRATEGIES), "tf.distribute strategy.")
     flags.DEFINE_integer(
         "num_gpus",
