@@ -1,21 +1,20 @@
 """The accelerator check: correctness of the distributed, mixed-precision and XLA paths on this
 machine's GPUs, then pre-training throughput of this project's `Trainer` beside Model Garden's
-`BertPretrainer` over models, phases, precisions and XLA. Run it through
-`benchmarks/accelerator_check.sh`; see benchmarks/README.md ("Accelerator check").
+`BertPretrainer` over models, phases, precisions and XLA, as one table. Run it as
+`bash benchmarks/accelerator_check.sh`; see benchmarks/README.md ("Accelerator check").
 
-Every measurement runs in a process of its own (`--rows_per_process 1`), so a crash or an
-out-of-memory error costs one row: a row that runs out of memory is retried once at half the
-batch. Rows run in order of importance, the headline (BERT-large phase 1, mixed_bfloat16 + XLA,
-both peers) first; once `--budget_s` (counted from the start, checks included) would be
-exceeded, the remaining rows are marked "skipped (budget)". The JSON (`--out`) is rewritten
+Every row is one `benchmarks.pretraining_loop` measurement in a process of its own, so a crash
+or an out-of-memory error costs one row: a row that runs out of memory is retried once at half
+the batch. Rows run in order of importance, the headline (BERT-large phase 1, mixed_bfloat16 +
+XLA, both peers) first; a row whose expected time no longer fits in `--budget_s` (counted from
+the start, checks included) is marked "skipped (budget)". The JSON (`--out`) is rewritten
 after every row, so an interrupted run keeps what it measured.
 
 `--dry_run` runs everything on the CPU with a tiny model (2 layers, hidden 32; phase 1 at seq
 32, phase 2 at seq 64), 2 timed steps and a reduced matrix, `DRY_RUN_ROWS` per peer, which
 covers every precision, both XLA settings, both phases and every compiled-step variant of each
 peer (the whole step as one XLA cluster, forward and backward compiled with a float16 loss
-scale, no XLA). The rows of one peer share a process there, since a process start and its
-TensorFlow import cost as much as a tiny row.
+scale, no XLA).
 """
 
 import argparse
@@ -26,16 +25,12 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCH = os.path.join(REPO, "benchmarks")
-sys.path.insert(0, BENCH)
-sys.path.insert(1, REPO)
-
-from accelerator_report import finish_row, table  # noqa: E402  (benchmarks/ is on sys.path)
+from benchmarks import harness, pretraining_loop
 
 PRECISIONS = ("mixed_bfloat16", "mixed_float16", "float32")
 PEERS = ("ours", "model_garden")
-MODES = {"ours": "loop", "model_garden": "model_garden"}
+# The check's peers by the `benchmarks.pretraining_loop` peers that measure them.
+LOOP_PEERS = {"ours": "loop", "model_garden": "model_garden"}
 # (config, phase) -> (seq, masked positions, batch per GPU), the order in which they run.
 SHAPES = {
     ("large", 1): (128, 20, 128),
@@ -46,99 +41,195 @@ SHAPES = {
 DRY_SHAPES = {("tiny", 1): (32, 5, 8), ("tiny", 2): (64, 10, 8)}
 # (phase, precision, xla): the dry run's rows for each peer.
 DRY_RUN_ROWS = ((1, "mixed_bfloat16", True), (2, "mixed_float16", True), (1, "float32", False))
-# Order of the precision / XLA settings: the fastest settings, which a run on a lent machine
-# must reach first, before the others.
+# The fastest settings first: a run on a machine lent for minutes must reach them.
 SETTING_ORDER = [(p, x) for x in (True, False) for p in PRECISIONS[:2]]
 SETTING_ORDER += [("float32", True), ("float32", False)]
 OOM_MARKERS = ("ResourceExhausted", "OOM when allocating", "out of memory")
+GOAL_SEQ_PER_S, NVIDIA_A100_SEQ_PER_S = 1850, 486
 
 
 def plan_rows(args):
     """The rows to measure, in the order they run."""
-    rows = []
     if args.dry_run:
-        for peer in PEERS:
-            for phase, precision, xla in DRY_RUN_ROWS:
-                rows.append(
-                    dict(config="tiny", phase=phase, precision=precision, xla=xla, peer=peer)
-                )
+        rows = [
+            dict(config="tiny", phase=phase, precision=precision, xla=xla, peer=peer)
+            for peer in PEERS
+            for phase, precision, xla in DRY_RUN_ROWS
+        ]
+        rows = [r for r in rows if r["precision"] in args.precisions and r["peer"] in args.peers]
     else:
-        for precision, xla in SETTING_ORDER:
-            for config, phase in SHAPES:
-                for peer in PEERS:
-                    rows.append(
-                        dict(config=config, phase=phase, precision=precision, xla=xla, peer=peer)
-                    )
+        rows = [
+            dict(config=config, phase=phase, precision=precision, xla=xla, peer=peer)
+            for precision, xla in SETTING_ORDER
+            for config, phase in SHAPES
+            for peer in PEERS
+            if config in args.configs
+            and phase in args.phases
+            and precision in args.precisions
+            and peer in args.peers
+        ]
     shapes = DRY_SHAPES if args.dry_run else SHAPES
     chosen = []
     for row in rows:
-        if args.dry_run:
-            keep = True
-        else:
-            keep = row["config"] in args.configs and row["phase"] in args.phases
-        keep = keep and row["precision"] in args.precisions and row["peer"] in args.peers
-        if keep and ("on" if row["xla"] else "off") in args.xla:
+        if ("on" if row["xla"] else "off") in args.xla:
             seq, preds, batch = shapes[(row["config"], row["phase"])]
             chosen.append(dict(row, seq=seq, preds=preds, batch=batch, status="pending"))
-    if args.dry_run:
-        # Peer by peer, so that each peer's rows can share a process.
-        chosen.sort(key=lambda r: PEERS.index(r["peer"]))
     return chosen
 
 
-def row_cli(row, args, data, num_gpus):
-    """`bench_pretraining_loop.py` flags of one row (the batch is per GPU)."""
-    cli = ["--mode", MODES[row["peer"]], "--strategy", "mirrored", "--config", row["config"]]
-    cli += ["--batch", str(row["batch"] * max(num_gpus, 1)), "--seq", str(row["seq"])]
-    cli += ["--preds", str(row["preds"]), "--precision", row["precision"], "--data", data]
-    cli += ["--steps", str(args.steps), "--warmup", str(args.warmup)]
-    cli += ["--iterations_per_loop", str(args.iterations_per_loop)]
-    return cli + (["--xla"] if row["xla"] else [])
+def add_data(rows, args, work_dir):
+    """Gives each row its command line: one TFRecord file per (seq, preds), written by the
+    first row that reads it, outside its timed window; the batch is the global one."""
+    for row in rows:
+        key = (row["seq"], row["preds"])
+        biggest = max(r["batch"] for r in rows if (r["seq"], r["preds"]) == key)
+        count = 64 if args.dry_run else max(512, 4 * biggest * max(args.num_gpus, 1))
+        cli = ["--strategy", "mirrored", "--config", row["config"], "--seq", str(row["seq"])]
+        cli += ["--batch", str(row["batch"] * max(args.num_gpus, 1))]
+        cli += ["--preds", str(row["preds"]), "--precision", row["precision"]]
+        cli += ["--data", os.path.join(work_dir, f"data_{key[0]}_{key[1]}.tfrecord")]
+        cli += ["--records", str(count), "--steps", str(args.steps), "--warmup", str(args.warmup)]
+        cli += ["--iterations_per_loop", str(args.iterations_per_loop)]
+        row["cli"] = cli + (["--xla"] if row["xla"] else [])
 
 
-def worker(spec_file):
-    """Measures each row of `spec_file` in this process; prints one `ROW {json}` line each.
-
-    `spec_file` holds `[{"index", "cli", "data"}]`, every row of one peer; `data` is the
-    `[path, seq, preds, count]` of the row's TFRecords, written here if missing (by the first
-    row that reads them, outside its timed window).
-    """
-    with open(spec_file) as f:
-        specs = json.load(f)
-    if any("model_garden" in spec["cli"] for spec in specs):
-        # Model Garden runs on tf_keras: set before TensorFlow is imported.
-        os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-    import bench_pretraining_loop
-
-    for spec in specs:
-        start = time.perf_counter()
-        try:
-            path, seq, preds, count = spec["data"]
-            if not os.path.exists(path):
-                bench_pretraining_loop.write_records(path + ".tmp", count, seq, preds)
-                os.replace(path + ".tmp", path)
-            args = bench_pretraining_loop.build_parser().parse_args(spec["cli"])
-            result = bench_pretraining_loop.measure_row(args)
-        except Exception as error:  # One row fails; the next one runs.
-            text = f"{type(error).__name__}: {error}"
-            result = {"error": text.splitlines()[0][:300]}
-            result["oom"] = any(marker in text for marker in OOM_MARKERS)
-        result["wall_s"] = time.perf_counter() - start
-        print("ROW " + json.dumps([spec["index"], result]), flush=True)
+def run_row(row, timeout):
+    """Measures one row in a process of its own; its figures or its error go into `row`."""
+    peer = next(p for p in pretraining_loop.peers(None) if p.name == LOOP_PEERS[row["peer"]])
+    start = time.monotonic()
+    try:
+        measured = harness.run_measurement(pretraining_loop.__name__, row["cli"], peer, timeout)
+        row.update(measured, status="ok")
+    except subprocess.TimeoutExpired:
+        row.update(status="error", error=f"timeout after {timeout:.0f} s", oom=False)
+    except RuntimeError as error:
+        text = str(error)
+        oom = any(marker in text for marker in OOM_MARKERS)
+        row.update(status="error", error=_last_line(text), oom=oom)
+    row["wall_s"] = time.monotonic() - start
 
 
-def _subprocess(cmd, env, timeout):
-    """(stdout, stderr, failure or None) of `cmd`, run from the repository root."""
+def run_rows(rows, args, deadline, save):
+    """Runs every row within the budget (see the module docstring); `save()` after each."""
+    pending = list(range(len(rows)))
+    walls = {}  # (config, phase) -> the longest wall time of one such row so far
+    while pending:
+        index = pending.pop(0)
+        row = rows[index]
+        key = (row["config"], row["phase"])
+        estimate = walls.get(key, max(walls.values(), default=0.0))
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or estimate > remaining:
+            row["status"] = "skipped (budget)"
+            save()
+            continue
+        run_row(row, min(remaining, args.row_timeout_s))
+        walls[key] = max(walls.get(key, 0.0), row["wall_s"])
+        finish_row(row, args.peak_tflops)
+        print(_progress(row), flush=True)
+        if row.get("oom") and not row.get("retried") and row["batch"] > 1:
+            # Out of memory: once more at half the batch, as the next row to run.
+            row.update(retried=True, note=f"batch halved after OOM (was {row['batch']})")
+            row["batch"] //= 2
+            cli = row["cli"]
+            cli[cli.index("--batch") + 1] = str(row["batch"] * max(args.num_gpus, 1))
+            row.pop("error", None)
+            pending.insert(0, index)
+        save()
+
+
+def finish_row(row, peak_tflops):
+    """Adds the per-GPU figures and MFU to a measured row."""
+    if row["status"] != "ok":
+        return
+    row["seq_per_s"] = row["examples_per_s"]
+    row["seq_per_s_per_gpu"] = row["examples_per_s_per_replica"]
+    row["tflops_per_gpu"] = row["tflops_per_replica"]
+    row["mfu"] = row["tflops_per_gpu"] / peak_tflops
+    peak = row.get("peak_memory_bytes")
+    row["peak_memory_gib"] = None if peak is None else peak / 2**30
+
+
+def _progress(row):
+    """The line that says how a row ended."""
+    xla = "+XLA" if row["xla"] else ""
+    what = f"{row['config']} phase {row['phase']} {row['precision']}{xla} {row['peer']}"
+    if row["status"] == "error":
+        return f"  {what}: error: {row.get('error', '')}"
+    note = f" ({row['note']})" if row.get("note") else ""
+    return f"  {what}: {row['seq_per_s_per_gpu']:.1f} seq/s per GPU{note}"
+
+
+def _fmt(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
+def table(rows, args):
+    """The results as one Markdown table, with its notes."""
+    head = "| model | phase | seq | precision | XLA | peer | batch/GPU | seq/s/GPU | TFLOP/s/GPU"
+    head += " | MFU | ours/MG | peak GiB | 1st call s | status |"
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    measured = {
+        (r["config"], r["phase"], r["precision"], r["xla"], r["peer"]): r
+        for r in rows
+        if r["status"] == "ok"
+    }
+    for r in rows:
+        ok = r["status"] == "ok"
+        peer = measured.get((r["config"], r["phase"], r["precision"], r["xla"], "model_garden"))
+        ratio = None
+        if ok and r["peer"] == "ours" and peer:
+            ratio = r["seq_per_s_per_gpu"] / peer["seq_per_s_per_gpu"]
+        status = r["status"] + (f", {r['note']}" if r.get("note") else "")
+        if r["status"] == "error":
+            status = "error: " + r.get("error", "")[:80]
+        figures = [
+            ("seq_per_s_per_gpu", ",.1f"),
+            ("tflops_per_gpu", ".1f"),
+            ("mfu", ".1%"),
+        ]
+        cells = [r["config"], r["phase"], r["seq"], r["precision"], "yes" if r["xla"] else "no"]
+        cells += [r["peer"], r["batch"]]
+        cells += [_fmt(r.get(key) if ok else None, spec) for key, spec in figures]
+        cells += [_fmt(ratio, ".2f"), _fmt(r.get("peak_memory_gib") if ok else None, ".1f")]
+        cells += [_fmt(r.get("first_call_s") if ok else None, ".0f"), status]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    lines.append("")
+    lines.append(
+        f"MFU: model TFLOP/s per GPU over {args.peak_tflops:g} TFLOP/s (--peak_tflops, the dense "
+        "bf16 peak) for every precision, so float32 rows are against the bf16 peak too; float32 "
+        "is TensorFlow's default (TensorFloat-32 matmuls on Ampere and later)."
+    )
+    lines.append(
+        f"Anchors, BERT-large phase 1: NVIDIA's TF2 BERT on an A100 about "
+        f"{NVIDIA_A100_SEQ_PER_S} seq/s per GPU; this project's goal on an H200 "
+        f"{GOAL_SEQ_PER_S:,} seq/s per GPU (45% MFU)."
+    )
+    headline = measured.get(("large", 1, "mixed_bfloat16", True, "ours"))
+    if headline:
+        verdict = "met" if headline["seq_per_s_per_gpu"] >= GOAL_SEQ_PER_S else "not met"
+        lines.append(
+            f"Headline: {headline['seq_per_s_per_gpu']:,.0f} seq/s per GPU on "
+            f"{headline.get('device', '?')}, goal {verdict}."
+        )
+    if args.dry_run:
+        lines.append("Dry run: CPU, tiny model; the figures only show that every path runs.")
+    return "\n".join(lines)
+
+
+def _run(argv, timeout):
+    """(stdout, stderr, failure or None) of `python *argv`, run from the repository root."""
     try:
         done = subprocess.run(
-            cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+            [sys.executable, *argv],
+            cwd=harness.REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired as expired:
-        out, err = (
-            x.decode() if isinstance(x, bytes) else (x or "")
-            for x in (expired.stdout, expired.stderr)
-        )
-        return out, err, f"timeout after {timeout:.0f} s"
+        err = expired.stderr.decode() if isinstance(expired.stderr, bytes) else expired.stderr
+        return "", err or "", f"timeout after {timeout:.0f} s"
     failure = None if done.returncode == 0 else f"exited with status {done.returncode}"
     return done.stdout, done.stderr, failure
 
@@ -148,92 +239,12 @@ def _last_line(text):
     return lines[-1][:300] if lines else ""
 
 
-def run_group(group, rows, env, work_dir, timeout):
-    """Runs the rows `group` (indices into `rows`, one peer) in one worker process."""
-    spec_file = os.path.join(work_dir, f"rows_{group[0]}.json")
-    with open(spec_file, "w") as f:
-        json.dump([{"index": i, "cli": rows[i]["cli"], "data": rows[i]["data"]} for i in group], f)
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", spec_file]
-    out, err, failure = _subprocess(cmd, env, timeout)
-    seen = set()
-    for line in out.splitlines():
-        if line.startswith("ROW "):
-            index, result = json.loads(line[4:])
-            seen.add(index)
-            rows[index].update(result)
-            rows[index]["status"] = "error" if "error" in result else "ok"
-    for index in group:
-        if index not in seen:
-            oom = any(marker in err for marker in OOM_MARKERS)
-            why = failure or "no result"
-            rows[index].update(status="error", error=f"{why}: {_last_line(err)}", oom=oom)
-
-
-def run_rows(rows, args, env, work_dir, deadline, save):
-    """Runs every row within the budget (see the module docstring); `save()` after each."""
-    per_process = len(rows) if args.dry_run and not args.rows_per_process else args.rows_per_process
-    per_process = max(per_process or 1, 1)
-    pending = list(range(len(rows)))
-    walls = {}  # (config, phase) -> the longest wall time of one such row so far
-    while pending:
-        peer = rows[pending[0]]["peer"]
-        group = [i for i in pending if rows[i]["peer"] == peer][:per_process]
-        keys = [(rows[i]["config"], rows[i]["phase"]) for i in group]
-        guess = max(walls.values(), default=0.0)
-        estimate = sum(walls.get(k, guess) for k in keys)
-        remaining = deadline - time.monotonic()
-        pending = [i for i in pending if i not in group]
-        if remaining <= 0 or estimate > remaining:
-            for i in group:
-                rows[i]["status"] = "skipped (budget)"
-            save()
-            continue
-        start = time.monotonic()
-        run_group(group, rows, env, work_dir, min(remaining, args.row_timeout_s * len(group)))
-        per_row = (time.monotonic() - start) / len(group)
-        for key in keys:
-            walls[key] = max(walls.get(key, 0.0), per_row)
-        for i in group:
-            row = rows[i]
-            finish_row(row, args.peak_tflops)
-            print(f"  {describe(row)}: {row_status(row)}", flush=True)
-            if row.get("oom") and not row.get("retried") and row["batch"] > 1:
-                # Out of memory: once more at half the batch, as the next row to run.
-                row.update(retried=True, note=f"batch halved after OOM (was {row['batch']})")
-                row["batch"] //= 2
-                row["cli"] = retarget(row["cli"], "--batch", row["batch"] * max(args.num_gpus, 1))
-                row.pop("error", None)
-                pending.insert(0, i)
-        save()
-
-
-def retarget(cli, flag, value):
-    cli = list(cli)
-    cli[cli.index(flag) + 1] = str(value)
-    return cli
-
-
-def describe(row):
-    xla = "+XLA" if row["xla"] else ""
-    return f"{row['config']} phase {row['phase']} {row['precision']}{xla} {row['peer']}"
-
-
-def row_status(row):
-    if row["status"] == "ok":
-        text = f"{row['seq_per_s_per_gpu']:.1f} seq/s per GPU"
-        return text + (f" ({row['note']})" if row.get("note") else "")
-    if row["status"] == "error":
-        return "error: " + row.get("error", "")
-    return row["status"]
-
-
-def run_checks(args, env, work_dir, deadline):
+def run_checks(args, work_dir, deadline):
     """The correctness part, in its own process; returns (checks, devices)."""
     out = os.path.join(work_dir, "checks.json")
-    cmd = [sys.executable, os.path.join(BENCH, "accelerator_correctness.py"), "--out", out]
-    cmd += ["--mixed_steps", str(args.mixed_steps)]
+    argv = ["-m", "benchmarks.accelerator_correctness", "--out", out]
     timeout = max(min(deadline - time.monotonic(), args.checks_timeout_s), 1)
-    _, err, failure = _subprocess(cmd, env, timeout)
+    _, err, failure = _run(argv + ["--mixed_steps", str(args.mixed_steps)], timeout)
     if failure or not os.path.exists(out):
         detail = f"correctness process {failure}: {_last_line(err)}"
         return [{"name": "correctness", "passed": False, "detail": detail}], []
@@ -242,11 +253,11 @@ def run_checks(args, env, work_dir, deadline):
     return result["checks"], result["devices"]
 
 
-def gpu_names(env):
-    """Names of the visible GPUs, from a process of their own."""
+def gpu_names():
+    """Names of the GPUs TensorFlow sees, from a process of their own (this one keeps none)."""
     code = "import json, tensorflow as tf; "
     code += "print(json.dumps([d.name for d in tf.config.list_physical_devices('GPU')]))"
-    out, _, failure = _subprocess([sys.executable, "-c", code], env, 120)
+    out, _, failure = _run(["-c", code], 120)
     return [] if failure else json.loads(_last_line(out) or "[]")
 
 
@@ -269,11 +280,8 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=int, default=None, help="Timed steps (default 20).")
     parser.add_argument("--iterations_per_loop", type=int, default=None, help="Default 10.")
     parser.add_argument("--mixed_steps", type=int, default=None, help="Steps of the curves.")
-    parser.add_argument("--rows_per_process", type=int, default=None, help="Default 1.")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     # Dry-run defaults: 2 untimed and 2 timed steps, one step per call, shorter curves.
-    small = args.dry_run
     for name, full, dry in (
         ("warmup", 10, 2),
         ("steps", 20, 2),
@@ -281,43 +289,34 @@ def parse_args(argv=None):
         ("mixed_steps", 200, 40),
     ):
         if getattr(args, name) is None:
-            setattr(args, name, dry if small else full)
-    args.configs = args.configs.split(",")
+            setattr(args, name, dry if args.dry_run else full)
+    args.configs, args.peers = args.configs.split(","), args.peers.split(",")
     args.phases = [int(p) for p in args.phases.split(",")]
     args.precisions, args.xla = args.precisions.split(","), args.xla.split(",")
-    args.peers = args.peers.split(",")
     return args
 
 
-def add_data(rows, args, work_dir):
-    """Gives each row its TFRecords, one file per (seq, preds), and its command line."""
-    for row in rows:
-        key = (row["seq"], row["preds"])
-        biggest = max(r["batch"] for r in rows if (r["seq"], r["preds"]) == key)
-        count = 64 if args.dry_run else max(512, 4 * biggest * max(args.num_gpus, 1))
-        path = os.path.join(work_dir, f"data_{key[0]}_{key[1]}.tfrecord")
-        row["data"] = [path, key[0], key[1], count]
-        row["cli"] = row_cli(row, args, path, args.num_gpus)
+def _set_environment(dry_run):
+    """The environment every process of the check inherits."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.pop("TF_USE_LEGACY_KERAS", None)  # only Model Garden's rows run on tf_keras
+    if dry_run:
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+        # XLA's CPU compiler without LLVM optimisation: the dry run's compiles take about
+        # two thirds of the time, and its figures are not measurements anyway.
+        flags = os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
+        os.environ["XLA_FLAGS"] = flags.strip()
+    elif os.environ.get("CUDA_VISIBLE_DEVICES") == "":
+        print("CUDA_VISIBLE_DEVICES is empty, which hides every GPU: unset for this check.")
+        del os.environ["CUDA_VISIBLE_DEVICES"]
 
 
 def main():
     args = parse_args()
-    if args.worker:
-        return worker(args.worker)
     deadline = time.monotonic() + args.budget_s
     started = time.time()
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
-    env.pop("TF_USE_LEGACY_KERAS", None)  # only Model Garden's workers run on tf_keras
-    if args.dry_run:
-        env["CUDA_VISIBLE_DEVICES"] = ""
-        # XLA's CPU compiler without LLVM optimisation: the dry run's compiles take about
-        # two thirds of the time, and its figures are not measurements anyway.
-        flags = env.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
-        env["XLA_FLAGS"] = flags.strip()
-    elif env.get("CUDA_VISIBLE_DEVICES") == "":
-        print("CUDA_VISIBLE_DEVICES is empty, which hides every GPU: unset for this check.")
-        env.pop("CUDA_VISIBLE_DEVICES")
-    result = {"meta": {}, "checks": [], "rows": []}
+    _set_environment(args.dry_run)
+    result = {"meta": {"machine": harness.machine()}, "checks": [], "rows": []}
 
     def save():
         meta = result["meta"]
@@ -331,18 +330,18 @@ def main():
         os.replace(args.out + ".tmp", args.out)
 
     with tempfile.TemporaryDirectory(prefix="accelerator_check_") as work_dir:
-        devices = None
+        devices = []
         if not args.skip_checks:
             print("Correctness on this machine's devices:", flush=True)
             checks_start = time.time()
-            result["checks"], devices = run_checks(args, env, work_dir, deadline)
+            result["checks"], devices = run_checks(args, work_dir, deadline)
             result["meta"]["checks_s"] = time.time() - checks_start
             for check in result["checks"]:
                 verdict = "PASS" if check["passed"] else "FAIL"
                 print(f"  {verdict} {check['name']}: {check['detail']}", flush=True)
             save()
-        if devices is None or not devices:
-            devices = [] if args.dry_run else gpu_names(env)
+        if not devices and not args.dry_run:
+            devices = gpu_names()
         args.num_gpus = sum("GPU" in d for d in devices)
         if not args.dry_run and not args.num_gpus:
             print("No GPU is visible: nothing measured (use --dry_run on a CPU).")
@@ -354,7 +353,7 @@ def main():
             result["rows"] = rows
             where = f"{args.num_gpus} GPU(s)" if args.num_gpus else "the CPU (dry run)"
             print(f"Throughput, {len(rows)} rows, on {where}:", flush=True)
-            run_rows(rows, args, env, work_dir, deadline, save)
+            run_rows(rows, args, deadline, save)
     print()
     print(table(result["rows"], args))
     save()

@@ -13,4 +13,4 @@
 # bf16 peak of an H100/H200 SXM), --skip_checks, --checks_only. See benchmarks/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec python benchmarks/accelerator_check.py "$@"
+exec python -m benchmarks.accelerator_check "$@"

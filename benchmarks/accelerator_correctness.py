@@ -1,7 +1,7 @@
 """The correctness part of the accelerator check: the distributed, mixed-precision and XLA
 paths of the shared `Trainer` on the devices of this machine, on the tests' tiny model and data.
 
-    python benchmarks/accelerator_correctness.py --out checks.json [--mixed_steps 200]
+    python -m benchmarks.accelerator_correctness --out checks.json [--mixed_steps 200]
 
 Checks (tolerances as tests/training/test_loop.py and test_mixed_precision.py justify them):
 
@@ -23,12 +23,10 @@ Writes `{"devices", "replicas", "checks": [{"name", "passed", "detail"}]}` to `-
 import argparse
 import json
 import os
-import sys
 import tempfile
 import traceback
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 UNIT = 2.0**-8  # bfloat16's unit roundoff
 WINDOW = 20

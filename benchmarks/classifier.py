@@ -5,47 +5,34 @@ bare model step.
 measures `NerTask` (a tag per token, 9 tags as CoNLL-2003) on NER records written by
 `data.ner.records.write_ner_tfrecord`, read through `data.ner.records.ner_dataset`.
 
-Four modes, each run in a process of its own by `--driver`:
+Peers (each `--xla` too, unless `--no_xla`):
 
 * `bare_train`: `ClassifierTask` model and loss with `create_optimizer` in a plain
-  `tf.function` step on one fixed in-memory batch (the foundation benchmark's bare step, with
-  the classifier head): no input pipeline, no strategy, no logging, no checkpoints.
+  `tf.function` step on one fixed in-memory batch: no input pipeline, no strategy, no
+  logging, no checkpoints.
 * `train`: `training.loop.Trainer` exactly as `run_classifier.py` drives it: the
   `train.tf_record` that `data.glue.records.write_classifier_tfrecord` writes, read through
-  `data.glue.records.classifier_dataset` (repeat, shuffle, batch), the distributed step and logging.
+  `data.glue.records.classifier_dataset` (repeat, shuffle, batch), the distributed step and
+  logging; compared with `bare_train`.
 * `bare_predict`: the classifier's forward pass in a plain `tf.function` on a fixed batch.
-* `predict`: `Trainer.predict` over the file with run_classifier's `outputs_fn`, records read in
-  order, outputs gathered to NumPy (what eval and predict do before writing their files).
-* `ab_train` / `ab_predict` (not in the driver): `bare_train` and `train` (or `bare_predict`
-  and `predict`) in one process, alternating in chunks of `--steps` steps (`--predict_steps`
-  batches) over `--rounds` chunks, for the overhead of the Trainer without the spread
-  between processes.
+* `predict`: `Trainer.predict` over the file with run_classifier's outputs, records read in
+  order, outputs gathered to NumPy (what eval and predict do before writing their files);
+  compared with `bare_predict`.
 
-Examples per second are measured after `--warmup` steps (the first call compiles); prediction
-runs once over a warm-up slice of the file, then is timed over the whole file. The driver
-interleaves the variants over `--rounds` rounds, with and without XLA, and prints each variant's
-median and its ratio to the matching bare median.
+Examples per second after `--warmup` steps (the first call compiles); prediction runs once over
+a warm-up slice of the file, then is timed over the whole file. Every batch is at the full
+length, as the bare step it is compared with (benchmarks.lengths measures the cut).
 
-    python benchmarks/bench_classifier.py --driver --config base --rounds 3
-    python benchmarks/bench_classifier.py --driver --task ner --config base --rounds 3
-    python benchmarks/bench_classifier.py --mode predict --config mini --xla
-    python benchmarks/bench_classifier.py --mode ab_train --task ner --rounds 10 --steps 40
-    python benchmarks/bench_classifier.py --mode ab_predict --task ner --rounds 10
+    python -m benchmarks.classifier --config base --rounds 3
+    python -m benchmarks.classifier --task ner --config base --rounds 3 --no_xla
 """
 
-import argparse
-import json
 import os
-import statistics
-import subprocess
-import sys
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench_pretraining_loop import bert_config, timed_train, timed_train_config  # noqa: E402  (benchmarks/ is on sys.path)
+from benchmarks import harness
+from benchmarks.common import bert_config, timed_train, timed_train_config
 
 NUM_LABELS = {"classifier": 2, "ner": 9}
 
@@ -241,120 +228,42 @@ def run_predict(args, config):
     return examples / (time.perf_counter() - start), examples / (time.process_time() - start_cpu)
 
 
-def measure(args):
+def measure(args, peer):
+    _write_records_once(args)
     config = bert_config(args.config)
-    if args.mode in ("ab_train", "ab_predict"):
-        from bench_trainer_ab import report_ab, run_ab_predict, run_ab_train
-
-        report_ab((run_ab_train if args.mode == "ab_train" else run_ab_predict)(args, config))
-        return
-    if args.mode in ("bare_train", "bare_predict"):
-        rate, cpu_rate = run_bare(args, config, train=args.mode == "bare_train")
-    elif args.mode == "train":
+    mode, args.xla = peer.options["mode"], peer.options["xla"]
+    if mode in ("bare_train", "bare_predict"):
+        rate, cpu_rate = run_bare(args, config, train=mode == "bare_train")
+    elif mode == "train":
         rate, cpu_rate = run_train(args, config)
     else:
         rate, cpu_rate = run_predict(args, config)
-    print(
-        json.dumps(
-            {
-                "mode": args.mode,
-                "xla": args.xla,
-                "examples_per_s": rate,
-                "examples_per_cpu_s": cpu_rate,
-            }
-        )
-    )
+    return {"examples_per_s": rate, "examples_per_cpu_s": cpu_rate}
 
 
-# (name, mode, xla, bare variant it is compared with)
-VARIANTS = [
-    ("bare_train", "bare_train", False, "bare_train"),
-    ("train", "train", False, "bare_train"),
-    ("bare_train xla", "bare_train", True, "bare_train xla"),
-    ("train xla", "train", True, "bare_train xla"),
-    ("bare_predict", "bare_predict", False, "bare_predict"),
-    ("predict", "predict", False, "bare_predict"),
-    ("bare_predict xla", "bare_predict", True, "bare_predict xla"),
-    ("predict xla", "predict", True, "bare_predict xla"),
-]
+def _write_records_once(args):
+    if args.data is None:
+        name = "classifier" if args.task == "classifier" else f"{args.task}_records"
+        args.data = os.path.join(tempfile.gettempdir(), f"bench_{name}_{args.seq}.tf_record")
+    if not os.path.exists(args.data):
+        write_features(args.data + ".tmp", 2048, args.seq, task=args.task)
+        os.replace(args.data + ".tmp", args.data)
 
 
-def drive(args):
-    common = [
-        *(
-            "--task",
-            args.task,
-            "--config",
-            args.config,
-            "--batch",
-            str(args.batch),
-            "--seq",
-            str(args.seq),
-        ),
-        *("--steps", str(args.steps), "--warmup", str(args.warmup)),
-        *("--predict_batch", str(args.predict_batch)),
-        *("--predict_steps", str(args.predict_steps), "--data", args.data),
-        *("--iterations_per_loop", str(args.iterations_per_loop)),
-    ]
-    only = set(args.only.split(",")) if args.only else None
-    variants = [
-        v for v in VARIANTS if (only is None or v[1] in only) and not (args.no_xla and v[2])
-    ]
-    rates = {name: [] for name, *_ in variants}
-    cpu_rates = {name: [] for name, *_ in variants}
-    for round_index in range(args.rounds):
-        for name, mode, xla, _ in variants:
-            cmd = [sys.executable, os.path.abspath(__file__), *common, "--mode", mode]
-            cmd += ["--xla"] if xla else []
-            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-            result = json.loads(out.strip().splitlines()[-1])
-            rates[name].append(result["examples_per_s"])
-            cpu_rates[name].append(result["examples_per_cpu_s"])
-            print(
-                f"round {round_index + 1} {name}: {result['examples_per_s']:.2f} examples/s, "
-                f"{result['examples_per_cpu_s']:.2f} examples/CPU-s",
-                flush=True,
-            )
-    # Best-of beside the median: on shared virtual machines a run is sometimes slowed as a
-    # whole (never sped up), so the best run is the cleaner view of intrinsic overhead. CPU
-    # time is immune to that slowing (the guest's CPU time does not change when the host holds
-    # it back), so examples per CPU-second show the work each path adds.
-    header = (
-        "variant",
-        "median ex/s",
-        "vs bare",
-        "best ex/s",
-        "vs bare",
-        "ex/CPU-s",
-        "vs bare",
-    )
-    print("\n{:<18} {:>12} {:>8} {:>10} {:>8} {:>9} {:>8}".format(*header))
-    nan = float("nan")
-    for name, _, _, bare in variants:
-        median, best = statistics.median(rates[name]), max(rates[name])
-        cpu = statistics.median(cpu_rates[name])
-        has_bare = bare in rates
-        ratio = median / statistics.median(rates[bare]) if has_bare else nan
-        best_ratio = best / max(rates[bare]) if has_bare else nan
-        cpu_ratio = cpu / statistics.median(cpu_rates[bare]) if has_bare else nan
-        print(
-            f"{name:<18} {median:>12.2f} {ratio:>8.3f} {best:>10.2f} {best_ratio:>8.3f} "
-            f"{cpu:>9.2f} {cpu_ratio:>8.3f}"
-        )
+def peers(args):
+    chosen = []
+    for xla in (False, True) if not args.no_xla else (False,):
+        suffix = "_xla" if xla else ""
+        for phase in ("train", "predict"):
+            bare = f"bare_{phase}{suffix}"
+            chosen.append(harness.Peer(bare, bare, options={"mode": f"bare_{phase}", "xla": xla}))
+            chosen.append(harness.Peer(phase + suffix, bare, options={"mode": phase, "xla": xla}))
+    return chosen
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--driver", action="store_true", help="Run all variants interleaved.")
-    parser.add_argument(
-        "--mode",
-        choices=["bare_train", "train", "bare_predict", "predict", "ab_train", "ab_predict"],
-        default="train",
-    )
-    parser.add_argument("--only", default="", help="Driver: comma-separated modes to run.")
-    parser.add_argument("--no_xla", action="store_true", help="Driver: skip the XLA variants.")
+def add_arguments(parser):
     parser.add_argument("--task", choices=["classifier", "ner"], default="classifier")
-    parser.add_argument("--config", choices=["mini", "base", "large"], default="mini")
+    parser.add_argument("--config", choices=["tiny", "mini", "base", "large"], default="mini")
     parser.add_argument("--batch", type=int, default=32, help="Training batch (original: 32).")
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--steps", type=int, default=20)
@@ -362,19 +271,12 @@ def main():
     parser.add_argument("--predict_batch", type=int, default=8, help="Original default: 8.")
     parser.add_argument("--predict_steps", type=int, default=40)
     parser.add_argument("--iterations_per_loop", type=int, default=5)
-    parser.add_argument("--xla", action="store_true")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no_xla", action="store_true", help="Leave out the XLA peers.")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data", default=None, help="Classifier TFRecord file (made if missing).")
-    args = parser.parse_args()
-    if args.data is None:
-        name = "classifier" if args.task == "classifier" else f"{args.task}_records"
-        args.data = os.path.join(tempfile.gettempdir(), f"bench_{name}_{args.seq}.tf_record")
-    if not os.path.exists(args.data):
-        write_features(args.data + ".tmp", 2048, args.seq, task=args.task)
-        os.replace(args.data + ".tmp", args.data)
-    drive(args) if args.driver else measure(args)
 
+
+METRICS = [harness.rate(), harness.rate("examples_per_cpu_s", "examples/CPU-s")]
 
 if __name__ == "__main__":
-    main()
+    harness.main(__spec__.name)

@@ -1,8 +1,8 @@
-"""Model Garden's BERT pre-training step under a tf.distribute strategy, for
-`bench_pretraining_loop.py --mode model_garden`.
+"""Model Garden's BERT pre-training step under a tf.distribute strategy: the `model_garden` peer
+of `benchmarks.pretraining_loop`.
 
 The peer of this project's `Trainer` at the same settings: tf-models-official's `BertEncoder`
-+ `BertPretrainerV2` (built by `train_step_models.model_garden_pretrainer`), its
++ `BertPretrainerV2` (built by `benchmarks.peer_models.model_garden_pretrainer`), its
 `official.nlp.optimization.create_optimizer` (AdamWeightDecay, gradient clipping 1.0), the
 same TFRecords read by the same input pipeline, the same Keras precision policy (tf_keras'),
 a `LossScaleOptimizer` for float16, and `iterations_per_loop` steps per compiled call. XLA
@@ -18,25 +18,17 @@ import time
 INIT_LR, TRAIN_STEPS, WARMUP_STEPS = 1e-4, 100000, 100
 
 
-def _shape(config):
-    return {
-        "layers": config.num_hidden_layers,
-        "hidden": config.hidden_size,
-        "heads": config.num_attention_heads,
-        "intermediate": config.intermediate_size,
-    }
-
-
 def _build(config, strategy, precision, features):
     """The pretrainer and its optimizer, built under `strategy` on one batch `features`."""
     import tensorflow as tf
     import tf_keras
     from official.nlp import optimization
-    from train_step_models import model_garden_pretrainer
+
+    from benchmarks.peer_models import model_garden_pretrainer
 
     tf_keras.mixed_precision.set_global_policy(precision)
     with strategy.scope():
-        _, pretrainer = model_garden_pretrainer(_shape(config), dropout=config.hidden_dropout_prob)
+        _, pretrainer = model_garden_pretrainer(config)
         # Variables are made here, eagerly: a mirrored strategy cannot create them per replica
         # inside the compiled step.
         pretrainer(_inputs(features), training=False)

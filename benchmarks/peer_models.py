@@ -1,139 +1,119 @@
-"""The training steps (and forward passes) that `bench_train_step.py` times, one per peer.
+"""The training steps (and forward passes) that benchmarks.train_step times, one per peer.
 
-Every builder takes the encoder shape, the mode ("train" or "infer"), whether to compile with
-XLA and the NumPy inputs of `make_inputs`, and returns a zero-argument compiled function: the
-step of this project's `BertPretrainer`, keras-hub's `BertBackbone` or Model Garden's
-`BertEncoder`, with the same pretraining heads, loss and dropout.
+`build_step` returns a zero-argument compiled function for a peer: the step of this project's
+`BertPretrainer`, keras-hub's `BertBackbone` or Model Garden's `BertEncoder`, with the same
+pretraining heads, loss and dropout, on the fixed NumPy inputs of `make_inputs`. Model Garden
+runs on tf_keras, so its process needs `TF_USE_LEGACY_KERAS=1` before TensorFlow loads.
 """
 
 import numpy as np
 
-PEERS = ("ours", "ours_xla", "keras_hub", "keras_hub_xla", "model_garden", "model_garden_xla")
-
-# Encoder shapes; every config uses the uncased WordPiece vocabulary and 2 segment types.
-CONFIGS = {
-    "mini": {"layers": 4, "hidden": 256, "heads": 4, "intermediate": 1024},
-    "small": {"layers": 4, "hidden": 512, "heads": 8, "intermediate": 2048},
-    "base": {"layers": 12, "hidden": 768, "heads": 12, "intermediate": 3072},
-}
-VOCAB_SIZE = 30522
-MAX_POSITIONS = 512
-TYPE_VOCAB_SIZE = 2
-DROPOUT = 0.1
-INIT_RANGE = 0.02
 # Learning-rate schedule of the step; its values do not change the work done.
 INIT_LR, TRAIN_STEPS, WARMUP_STEPS = 1e-4, 10000, 100
 
 
-def make_inputs(batch, seq_length, predictions, seed=0):
-    """Random pretraining features as numpy arrays with the original TFRecord keys.
-
-    Args:
-        batch: sequences per step B.
-        seq_length: tokens per sequence S.
-        predictions: masked positions per sequence P (distinct, in [1, S)).
-        seed: numpy seed.
-
-    Returns:
-        dict of int32 `input_ids`, `input_mask`, `segment_ids` `[B, S]`,
-        `masked_lm_positions`, `masked_lm_ids` `[B, P]`, float32 `masked_lm_weights` `[B, P]`
-        and int32 `next_sentence_labels` `[B]`.
-    """
+def make_inputs(batch, seq_length, predictions, vocab_size, seed=0):
+    """Random pretraining features with the original TFRecord keys, no padding: `batch`
+    sequences of `seq_length` ids in [1000, `vocab_size`), the second half segment 1, and
+    `predictions` distinct masked positions in [1, `seq_length`) per sequence, all weight 1."""
     rng = np.random.default_rng(seed)
     segment_ids = np.zeros((batch, seq_length), np.int32)
     segment_ids[:, seq_length // 2 :] = 1
-    positions = np.stack(
-        [
-            np.sort(rng.choice(np.arange(1, seq_length), predictions, replace=False))
-            for _ in range(batch)
-        ]
-    ).astype(np.int32)
+    positions = [
+        np.sort(rng.choice(np.arange(1, seq_length), predictions, replace=False))
+        for _ in range(batch)
+    ]
     return {
-        "input_ids": rng.integers(1000, VOCAB_SIZE, (batch, seq_length)).astype(np.int32),
+        "input_ids": rng.integers(1000, vocab_size, (batch, seq_length)).astype(np.int32),
         "input_mask": np.ones((batch, seq_length), np.int32),
         "segment_ids": segment_ids,
-        "masked_lm_positions": positions,
-        "masked_lm_ids": rng.integers(1000, VOCAB_SIZE, (batch, predictions)).astype(np.int32),
+        "masked_lm_positions": np.stack(positions).astype(np.int32),
+        "masked_lm_ids": rng.integers(1000, vocab_size, (batch, predictions)).astype(np.int32),
         "masked_lm_weights": np.ones((batch, predictions), np.float32),
         "next_sentence_labels": rng.integers(0, 2, (batch,)).astype(np.int32),
     }
 
 
-def _weighted_mlm_loss(tf, log_probs_fn, logits, ids, weights):
-    """sum(w * nll) / (sum(w) + 1e-5) over `[B, P, V]` logits, for the peers' own heads."""
-    nll = log_probs_fn(ids, tf.cast(logits, tf.float32))
-    return tf.reduce_sum(weights * nll) / (tf.reduce_sum(weights) + 1e-5)
+def build_step(peer, config, mode, features):
+    """The compiled step of `peer` ("ours", "keras_hub", "model_garden", each with an optional
+    "_xla" suffix for `jit_compile=True`) for a `modeling.BertConfig`, in `mode` "train" or
+    "infer", on `features` from `make_inputs`."""
+    builders = {"ours": _ours, "keras_hub": _keras_hub, "model_garden": _model_garden}
+    return builders[peer.removesuffix("_xla")](config, mode, peer.endswith("_xla"), features)
 
 
-def build_ours(shape, mode, jit, features):
-    """This project's BertPretrainer and loss (train) or BertModel (infer) as a compiled step."""
-    import tensorflow as tf
+def _infer(tf, jit, encoder, inputs):
+    """The encoder's forward pass, `training=False`, as a compiled function."""
 
-    from modeling import BertConfig, BertModel
-    from modeling.optimization import create_optimizer
-    from training.tasks import PretrainingTask
+    @tf.function(jit_compile=jit)
+    def infer():
+        out = encoder(inputs, training=False)
+        return out["sequence_output"], out["pooled_output"]
 
-    config = BertConfig(
-        vocab_size=VOCAB_SIZE,
-        hidden_size=shape["hidden"],
-        num_hidden_layers=shape["layers"],
-        num_attention_heads=shape["heads"],
-        intermediate_size=shape["intermediate"],
-        hidden_act="gelu",
-        hidden_dropout_prob=DROPOUT,
-        attention_probs_dropout_prob=DROPOUT,
-        max_position_embeddings=MAX_POSITIONS,
-        type_vocab_size=TYPE_VOCAB_SIZE,
-        initializer_range=INIT_RANGE,
-    )
-    x = {k: tf.constant(v) for k, v in features.items()}
-    if mode == "infer":
-        model = BertModel(config)
-        inputs = {k: x[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    return infer
 
-        @tf.function(jit_compile=jit)
-        def infer():
-            out = model(inputs, training=False)
-            return out["sequence_output"], out["pooled_output"]
 
-        return infer
-
-    # The product's model and loss (training/tasks.py), without the loop around them.
-    task = PretrainingTask(config)
-    model = task.build_model()
-    optimizer = create_optimizer(INIT_LR, TRAIN_STEPS, WARMUP_STEPS)
+def _train(tf, jit, loss_fn, variables_fn, optimizer):
+    """Gradient of `loss_fn()` and the update of `variables_fn()`, as a compiled function."""
 
     @tf.function(jit_compile=jit)
     def train_step():
         with tf.GradientTape() as tape:
-            aux = task.forward(x, training=True)
-            terms, weights = task.loss_numerators(aux), task.loss_weights(x)
-            loss = tf.add_n(
-                [n / (w + e) for n, w, e in zip(terms, weights, task.loss_epsilons, strict=True)]
-            )
-        variables = model.trainable_variables
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
+            loss = loss_fn()
+        # Read after the forward pass, which builds Model Garden's variables on the first trace.
+        variables = variables_fn()
+        grads = tape.gradient(loss, variables)
+        # Model Garden's NSP head has its own pooling dense, so its pooler gets no gradient.
+        pairs = [(g, v) for g, v in zip(grads, variables, strict=True) if g is not None]
+        optimizer.apply_gradients(pairs)
         return loss
 
     return train_step
 
 
-def build_keras_hub(shape, mode, jit, features):
+def _weighted_mlm_loss(tf, cross_entropy, logits, ids, weights):
+    """sum(w * nll) / (sum(w) + 1e-5) over `[B, P, V]` logits, for the peers' own heads."""
+    nll = cross_entropy(ids, tf.cast(logits, tf.float32), from_logits=True)
+    return tf.reduce_sum(weights * nll) / (tf.reduce_sum(weights) + 1e-5)
+
+
+def _ours(config, mode, jit, features):
+    """This project's BertPretrainer and loss (train) or BertModel (infer)."""
+    import tensorflow as tf
+
+    from modeling import BertModel
+    from modeling.optimization import create_optimizer
+    from training.tasks import PretrainingTask
+
+    x = {k: tf.constant(v) for k, v in features.items()}
+    if mode == "infer":
+        inputs = {k: x[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        return _infer(tf, jit, BertModel(config), inputs)
+
+    # The product's model and loss (training/tasks.py), without the loop around them.
+    task = PretrainingTask(config)
+    model = task.build_model()
+
+    def loss():
+        terms = task.loss_numerators(task.forward(x, training=True))
+        weights = task.loss_weights(x)
+        return tf.add_n(
+            [n / (w + e) for n, w, e in zip(terms, weights, task.loss_epsilons, strict=True)]
+        )
+
+    optimizer = create_optimizer(INIT_LR, TRAIN_STEPS, WARMUP_STEPS)
+    return _train(tf, jit, loss, lambda: model.trainable_variables, optimizer)
+
+
+def _keras_hub(config, mode, jit, features):
     """keras-hub's BertBackbone with BertMaskedLM's head and a Dense(2) NSP head."""
     import keras
     import keras_hub
     import tensorflow as tf
 
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB_SIZE,
-        num_layers=shape["layers"],
-        num_heads=shape["heads"],
-        hidden_dim=shape["hidden"],
-        intermediate_dim=shape["intermediate"],
-        dropout=DROPOUT,
-        max_sequence_length=MAX_POSITIONS,
-        num_segments=TYPE_VOCAB_SIZE,
-    )
+    from modeling.formats.keras_hub import keras_hub_backbone
+
+    backbone = keras_hub_backbone(config)
     x = {k: tf.constant(v) for k, v in features.items()}
     inputs = {
         "token_ids": x["input_ids"],
@@ -141,18 +121,12 @@ def build_keras_hub(shape, mode, jit, features):
         "padding_mask": x["input_mask"],
     }
     if mode == "infer":
+        return _infer(tf, jit, backbone, inputs)
 
-        @tf.function(jit_compile=jit)
-        def infer():
-            out = backbone(inputs, training=False)
-            return out["sequence_output"], out["pooled_output"]
-
-        return infer
-
-    init = keras.initializers.TruncatedNormal(stddev=INIT_RANGE)
+    init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
     # The head BertMaskedLM builds, on the backbone's tied token embedding.
     mlm_head = keras_hub.layers.MaskedLMHead(
-        vocabulary_size=VOCAB_SIZE,
+        vocabulary_size=config.vocab_size,
         token_embedding=backbone.token_embedding,
         intermediate_activation="gelu",
         kernel_initializer=init,
@@ -168,25 +142,17 @@ def build_keras_hub(shape, mode, jit, features):
         global_clipnorm=1.0,
     )
     optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
-    weights = x["masked_lm_weights"]
+    cross_entropy = keras.losses.sparse_categorical_crossentropy
 
     def step_loss():
         out = backbone(inputs, training=True)
         logits = mlm_head(out["sequence_output"], x["masked_lm_positions"])
-        nsp_logits = nsp_head(out["pooled_output"])
         mlm = _weighted_mlm_loss(
-            tf,
-            lambda y, p: keras.losses.sparse_categorical_crossentropy(y, p, from_logits=True),
-            logits,
-            x["masked_lm_ids"],
-            weights,
+            tf, cross_entropy, logits, x["masked_lm_ids"], x["masked_lm_weights"]
         )
-        nsp = tf.reduce_mean(
-            keras.losses.sparse_categorical_crossentropy(
-                x["next_sentence_labels"], nsp_logits, from_logits=True
-            )
-        )
-        return mlm + nsp
+        nsp_logits = nsp_head(out["pooled_output"])
+        labels = x["next_sentence_labels"]
+        return mlm + tf.reduce_mean(cross_entropy(labels, nsp_logits, from_logits=True))
 
     step_loss()  # Builds both heads before the variable list is taken.
     variables = (
@@ -195,18 +161,10 @@ def build_keras_hub(shape, mode, jit, features):
     # Deduplicate the tied embedding, which the head also tracks.
     variables = list({id(v): v for v in variables}.values())
     optimizer.build(variables)
-
-    @tf.function(jit_compile=jit)
-    def train_step():
-        with tf.GradientTape() as tape:
-            loss = step_loss()
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
-        return loss
-
-    return train_step
+    return _train(tf, jit, step_loss, lambda: variables, optimizer)
 
 
-def model_garden_pretrainer(shape, dropout=DROPOUT, max_positions=MAX_POSITIONS):
+def model_garden_pretrainer(config):
     """Model Garden's BertEncoder + BertPretrainerV2 with a `next_sentence` head (tf_keras).
 
     The heads are those of Model Garden's BERT pretraining task (MaskedLM on the tied word
@@ -214,9 +172,8 @@ def model_garden_pretrainer(shape, dropout=DROPOUT, max_positions=MAX_POSITIONS)
     GELU, as this project's `hidden_act="gelu"`.
 
     Args:
-        shape: dict of `layers`, `hidden`, `heads`, `intermediate` (as `CONFIGS`).
-        dropout: hidden and attention dropout rate.
-        max_positions: size of the position embedding.
+        config: A `modeling.BertConfig`; its sizes, dropout rates, position and segment table
+            sizes and initializer range are used.
 
     Returns:
         `(encoder, pretrainer)`: the `networks.BertEncoder` (dict outputs) and the
@@ -228,45 +185,44 @@ def model_garden_pretrainer(shape, dropout=DROPOUT, max_positions=MAX_POSITIONS)
     def gelu(v):
         return tf_keras.activations.gelu(v, approximate=True)
 
-    init = tf_keras.initializers.TruncatedNormal(stddev=INIT_RANGE)
+    init = tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
     encoder = networks.BertEncoder(
-        vocab_size=VOCAB_SIZE,
-        hidden_size=shape["hidden"],
-        num_layers=shape["layers"],
-        num_attention_heads=shape["heads"],
-        max_sequence_length=max_positions,
-        type_vocab_size=TYPE_VOCAB_SIZE,
-        inner_dim=shape["intermediate"],
+        vocab_size=config.vocab_size,
+        hidden_size=config.hidden_size,
+        num_layers=config.num_hidden_layers,
+        num_attention_heads=config.num_attention_heads,
+        max_sequence_length=config.max_position_embeddings,
+        type_vocab_size=config.type_vocab_size,
+        inner_dim=config.intermediate_size,
         inner_activation=gelu,
-        output_dropout=dropout,
-        attention_dropout=dropout,
+        output_dropout=config.hidden_dropout_prob,
+        attention_dropout=config.attention_probs_dropout_prob,
         initializer=init,
         dict_outputs=True,
+    )
+    next_sentence = layers.ClassificationHead(
+        inner_dim=config.hidden_size,
+        num_classes=2,
+        dropout_rate=config.hidden_dropout_prob,
+        initializer=init,
+        name="next_sentence",
     )
     pretrainer = models.BertPretrainerV2(
         encoder_network=encoder,
         mlm_activation=gelu,
         mlm_initializer=init,
-        classification_heads=[
-            layers.ClassificationHead(
-                inner_dim=shape["hidden"],
-                num_classes=2,
-                dropout_rate=dropout,
-                initializer=init,
-                name="next_sentence",
-            )
-        ],
+        classification_heads=[next_sentence],
     )
     return encoder, pretrainer
 
 
-def build_model_garden(shape, mode, jit, features):
-    """Model Garden's BertEncoder + BertPretrainerV2 with a `next_sentence` head (tf_keras)."""
+def _model_garden(config, mode, jit, features):
+    """Model Garden's pretrainer with its own optimizer (tf_keras)."""
     import tensorflow as tf
     import tf_keras
     from official.nlp import optimization
 
-    encoder, pretrainer = model_garden_pretrainer(shape)
+    encoder, pretrainer = model_garden_pretrainer(config)
     x = {k: tf.constant(v) for k, v in features.items()}
     inputs = {
         "input_word_ids": x["input_ids"],
@@ -274,43 +230,19 @@ def build_model_garden(shape, mode, jit, features):
         "input_type_ids": x["segment_ids"],
     }
     if mode == "infer":
+        return _infer(tf, jit, encoder, inputs)
 
-        @tf.function(jit_compile=jit)
-        def infer():
-            out = encoder(inputs, training=False)
-            return out["sequence_output"], out["pooled_output"]
+    pretrain_inputs = dict(inputs, masked_lm_positions=x["masked_lm_positions"])
+    cross_entropy = tf_keras.losses.sparse_categorical_crossentropy
 
-        return infer
+    def loss():
+        out = pretrainer(pretrain_inputs, training=True)
+        mlm = _weighted_mlm_loss(
+            tf, cross_entropy, out["mlm_logits"], x["masked_lm_ids"], x["masked_lm_weights"]
+        )
+        nsp_logits = tf.cast(out["next_sentence"], tf.float32)
+        labels = x["next_sentence_labels"]
+        return mlm + tf.reduce_mean(cross_entropy(labels, nsp_logits, from_logits=True))
 
     optimizer = optimization.create_optimizer(INIT_LR, TRAIN_STEPS, WARMUP_STEPS)
-    pretrain_inputs = dict(inputs, masked_lm_positions=x["masked_lm_positions"])
-    sparse_ce = tf_keras.losses.sparse_categorical_crossentropy
-
-    @tf.function(jit_compile=jit)
-    def train_step():
-        with tf.GradientTape() as tape:
-            out = pretrainer(pretrain_inputs, training=True)
-            mlm = _weighted_mlm_loss(
-                tf,
-                lambda y, p: sparse_ce(y, p, from_logits=True),
-                out["mlm_logits"],
-                x["masked_lm_ids"],
-                x["masked_lm_weights"],
-            )
-            nsp = tf.reduce_mean(
-                sparse_ce(
-                    x["next_sentence_labels"],
-                    tf.cast(out["next_sentence"], tf.float32),
-                    from_logits=True,
-                )
-            )
-            loss = mlm + nsp
-        variables = pretrainer.trainable_variables
-        grads = tape.gradient(loss, variables)
-        # The NSP head has its own pooling dense, so the encoder's pooler gets no gradient.
-        optimizer.apply_gradients(
-            [(g, v) for g, v in zip(grads, variables, strict=True) if g is not None]
-        )
-        return loss
-
-    return train_step
+    return _train(tf, jit, loss, lambda: pretrainer.trainable_variables, optimizer)

@@ -1,12 +1,12 @@
 """Op-level time of one peer's training step (or forward pass), from a tf.profiler trace.
 
-Builds the same step as bench_train_step.py (from train_step_models.py), runs `--warmup` untimed calls, traces `--steps`
-calls with `tf.profiler.experimental` and sums the traced op durations per op type and per op
-name (milliseconds per step, summed over TensorFlow's compute threads, so the total can exceed
-wall time on several cores). Use it to see where two peers differ:
+Builds the step benchmarks.train_step times (`benchmarks.peer_models`), runs `--warmup` untimed
+calls, traces `--steps` calls with `tf.profiler.experimental` and sums the traced op durations
+per op type and per op name (milliseconds per step, summed over TensorFlow's compute threads, so
+the total can exceed wall time on several cores). Use it to see where two peers differ:
 
-    python benchmarks/profile_step.py --peer ours --config mini --mode train
-    python benchmarks/profile_step.py --peer model_garden --config mini --mode train
+    python -m benchmarks.profile_step --peer ours --config mini --mode train
+    python -m benchmarks.profile_step --peer model_garden --config mini --mode train
 
 Op durations include time a thread was descheduled, so profile on an otherwise idle machine.
 """
@@ -15,11 +15,13 @@ import argparse
 import collections
 import glob
 import os
-import sys
 import tempfile
 import time
 
-import train_step_models as models
+from benchmarks.common import CONFIGS, bert_config
+from benchmarks.peer_models import build_step, make_inputs
+
+PEERS = ("ours", "ours_xla", "keras_hub", "keras_hub_xla", "model_garden", "model_garden_xla")
 
 
 def op_totals(xplane_path, steps):
@@ -61,8 +63,8 @@ def op_totals(xplane_path, steps):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--peer", required=True, choices=models.PEERS)
-    parser.add_argument("--config", default="mini", choices=sorted(models.CONFIGS))
+    parser.add_argument("--peer", required=True, choices=PEERS)
+    parser.add_argument("--config", default="mini", choices=sorted(CONFIGS))
     parser.add_argument("--mode", default="train", choices=("train", "infer"))
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--steps", type=int, default=3, help="Traced steps.")
@@ -71,20 +73,15 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.steps < 1 or args.warmup < 1:
         parser.error("--steps and --warmup must be >= 1.")
-    if args.peer.startswith("model_garden"):
-        os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    # Model Garden runs on tf_keras, the others on Keras 3; chosen before TensorFlow loads.
+    os.environ["TF_USE_LEGACY_KERAS"] = "1" if args.peer.startswith("model_garden") else "0"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import tensorflow as tf
 
-    builders = {
-        "ours": models.build_ours,
-        "keras_hub": models.build_keras_hub,
-        "model_garden": models.build_model_garden,
-    }
-    features = models.make_inputs(args.batch, 128, 20)
-    step = builders[args.peer.removesuffix("_xla")](
-        models.CONFIGS[args.config], args.mode, args.peer.endswith("_xla"), features
+    config = bert_config(args.config)
+    # The inputs of benchmarks.train_step's defaults: sequence 128, 20 predictions.
+    step = build_step(
+        args.peer, config, args.mode, make_inputs(args.batch, 128, 20, config.vocab_size)
     )
 
     def call():

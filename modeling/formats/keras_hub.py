@@ -170,6 +170,20 @@ def read_keras_hub(preset_dir):
     return config, arrays, (vocab if tf.io.gfile.exists(vocab) else None)
 
 
+def keras_hub_backbone(config):
+    """keras-hub's `BertBackbone` of the sizes of `config` (a `BertConfig`), freshly initialised."""
+    return _import_keras_hub().models.BertBackbone(
+        vocabulary_size=config.vocab_size,
+        num_layers=config.num_hidden_layers,
+        num_heads=config.num_attention_heads,
+        hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size,
+        dropout=config.hidden_dropout_prob,
+        max_sequence_length=config.max_position_embeddings,
+        num_segments=config.type_vocab_size,
+    )
+
+
 def write_keras_hub(preset_dir, config, arrays, vocab, do_lower_case):
     """Writes a keras-hub preset into `preset_dir` (which must not exist yet).
 
@@ -186,16 +200,7 @@ def write_keras_hub(preset_dir, config, arrays, vocab, do_lower_case):
             f"{config.hidden_act!r}, so its outputs would differ. Convert to hf or tf1 instead."
         )
     keras_hub = _import_keras_hub()
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=config.vocab_size,
-        num_layers=config.num_hidden_layers,
-        num_heads=config.num_attention_heads,
-        hidden_dim=config.hidden_size,
-        intermediate_dim=config.intermediate_size,
-        dropout=config.hidden_dropout_prob,
-        max_sequence_length=config.max_position_embeddings,
-        num_segments=config.type_vocab_size,
-    )
+    backbone = keras_hub_backbone(config)
     tokenizer = (
         keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=do_lower_case) if vocab else None
     )

