@@ -124,3 +124,26 @@ def data(tmp_path_factory):
     write_records(root / "data.tfrecord", num_examples=256)
     write_tiny_config(root / "bert_config.json")
     return root
+
+
+# The modules that take minutes, longest first (scripts/test.sh prints the slowest tests). With
+# one module per worker at a time, a long module started last keeps one worker busy after the
+# other has finished; started first, the short modules fill in around them.
+_LONGEST_FIRST = (
+    "tests/runners/test_run_pretraining.py",
+    "tests/runners/test_run_ner.py",
+    "tests/runners/test_run_squad.py",
+    "tests/serving/test_export_classifier.py",
+    "tests/runners/test_multi_worker.py",
+    "tests/runners/test_remote_paths.py",
+    "tests/serving/test_export_squad.py",
+    "tests/modeling/test_formats.py",
+    "tests/runners/test_run_classifier.py",
+    "tests/benchmarks/test_accelerator_check.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {module: i for i, module in enumerate(_LONGEST_FIRST)}
+    # A stable sort: each module's tests stay together and in their order.
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
