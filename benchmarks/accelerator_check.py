@@ -26,6 +26,7 @@ import tempfile
 import time
 
 from benchmarks import harness, pretraining_loop
+from fileio.atomic import open_atomically
 
 PRECISIONS = ("mixed_bfloat16", "mixed_float16", "float32")
 PEERS = ("ours", "model_garden")
@@ -325,9 +326,8 @@ def main():
         meta.update(elapsed_s=time.time() - started, num_gpus=getattr(args, "num_gpus", None))
         devices = {r["device"] for r in result["rows"] if r.get("device")}
         meta["device"] = ", ".join(sorted(devices)) or None
-        with open(args.out + ".tmp", "w") as f:
+        with open_atomically(args.out) as f:
             json.dump(result, f, indent=1)
-        os.replace(args.out + ".tmp", args.out)
 
     with tempfile.TemporaryDirectory(prefix="accelerator_check_") as work_dir:
         devices = []

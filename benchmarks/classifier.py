@@ -33,6 +33,7 @@ import time
 
 from benchmarks import harness
 from benchmarks.common import bert_config, timed_train, timed_train_config
+from fileio.atomic import atomic_output
 
 NUM_LABELS = {"classifier": 2, "ner": 9}
 
@@ -246,8 +247,8 @@ def _write_records_once(args):
         name = "classifier" if args.task == "classifier" else f"{args.task}_records"
         args.data = os.path.join(tempfile.gettempdir(), f"bench_{name}_{args.seq}.tf_record")
     if not os.path.exists(args.data):
-        write_features(args.data + ".tmp", 2048, args.seq, task=args.task)
-        os.replace(args.data + ".tmp", args.data)
+        with atomic_output(args.data) as temp:
+            write_features(temp, 2048, args.seq, task=args.task)
 
 
 def peers(args):

@@ -16,6 +16,8 @@ import tempfile
 import xml.etree.ElementTree as ElementTree
 import zipfile
 
+from fileio.atomic import atomic_output
+
 _WIKI_MEMBER = (
     "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 )
@@ -105,6 +107,6 @@ def corpus_path(args):
     key = hashlib.sha1(f"{os.path.abspath(args.wheel)} {stat.st_size} {stat.st_mtime}".encode())
     path = os.path.join(tempfile.gettempdir(), f"bench_wiki_{key.hexdigest()[:12]}.txt")
     if not os.path.exists(path):
-        prepare_corpus(args.wheel, f"{path}.{os.getpid()}")
-        os.replace(f"{path}.{os.getpid()}", path)
+        with atomic_output(path) as temp:
+            prepare_corpus(args.wheel, temp)
     return path

@@ -30,6 +30,8 @@ import subprocess
 import sys
 import time
 
+from fileio.atomic import open_atomically
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULT_MARK = "BENCHMARK_RESULT "
 _PACKAGES = ("tensorflow", "keras", "keras-hub", "tf-keras", "tf-models-official", "numpy")
@@ -245,7 +247,7 @@ def main(module, argv=None):
     rows = summarize(runs, chosen, metrics)
     print("\n" + markdown(rows), flush=True)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
+        with open_atomically(args.output) as f:
             json.dump(
                 {"machine": described, "argv": argv, "runs": runs, "summary": rows}, f, indent=1
             )

@@ -36,6 +36,7 @@ import time
 
 from benchmarks import harness
 from benchmarks.common import CONFIGS, bert_config, timed_train, timed_train_config
+from fileio.atomic import atomic_output, open_atomically
 
 PADDINGS = ("pad", "cut", "unpacked", "group", "micro")
 
@@ -98,13 +99,14 @@ def _lengths_once(args):
     records, text = _paths(args)
     if not os.path.exists(records):
         os.makedirs(args.work_dir, exist_ok=True)
-        n = np.array(_write_records(args, records + ".tmp", text))
-        stats = dict(examples=len(n), max=int(n.max()), mean=float(n.mean()))
-        stats.update(median=float(np.median(n)), p90=float(np.percentile(n, 90)))
-        stats.update(at_max_seq_length=float((n >= args.seq).mean()))
-        with open(records + ".json", "w", encoding="utf-8") as f:
-            json.dump(stats, f)
-        os.replace(records + ".tmp", records)
+        with atomic_output(records) as temp:
+            n = np.array(_write_records(args, temp, text))
+            stats = dict(examples=len(n), max=int(n.max()), mean=float(n.mean()))
+            stats.update(median=float(np.median(n)), p90=float(np.percentile(n, 90)))
+            stats.update(at_max_seq_length=float((n >= args.seq).mean()))
+            # Before the records take their name: whoever finds them finds their statistics.
+            with open_atomically(records + ".json") as f:
+                json.dump(stats, f)
     with open(records + ".json", encoding="utf-8") as f:
         return json.load(f)
 

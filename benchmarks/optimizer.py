@@ -27,6 +27,7 @@ import time
 
 from benchmarks import harness
 from benchmarks.common import bert_config
+from fileio.atomic import open_atomically
 
 IMPLS = ("ours", "ours_unfused", "model_garden", "keras")
 _EXCLUDE = ["LayerNorm", "layer_norm", "bias"]
@@ -41,9 +42,8 @@ def variable_specs(config_name):
 
         task = PretrainingTask(bert_config(config_name))
         task.build_model()
-        with open(f"{path}.{os.getpid()}", "w") as f:
+        with open_atomically(path) as f:
             json.dump([(name, list(v.shape)) for name, v in task.variable_map().items()], f)
-        os.replace(f"{path}.{os.getpid()}", path)
     with open(path) as f:
         return json.load(f)
 

@@ -42,6 +42,7 @@ import tempfile
 import time
 
 from benchmarks import harness
+from fileio.atomic import atomic_directory
 
 _TESTDATA = os.path.join(harness.REPO, "tests", "testdata")
 _OUTPUT = {
@@ -201,8 +202,8 @@ def measure(args, peer):
     # Named by the count, which only the prediction files depend on.
     data = os.path.join(args.work_dir, f"{args.task}_data_{args.examples}")
     if not os.path.exists(data):
-        write_data(args, data + ".tmp")
-        os.replace(data + ".tmp", data)
+        with atomic_directory(data) as temp:
+            write_data(args, temp)
     command = runner(args, model, data)
     checkpoint = fine_tune(args, model, command)
     reference = os.path.join(args.work_dir, f"{args.task}_reference_{args.examples}")

@@ -38,6 +38,7 @@ from benchmarks.common import (
     timed_train,
     timed_train_config,
 )
+from fileio.atomic import atomic_output
 
 
 def train_flops_per_example(config, seq, preds):
@@ -164,8 +165,8 @@ def measure(args, peer):
         name = f"bench_pretraining_{args.seq}_{args.preds}_{args.records}.tfrecord"
         args.data = os.path.join(tempfile.gettempdir(), name)
     if not os.path.exists(args.data):
-        write_records(args.data + ".tmp", args.records, args.seq, args.preds)
-        os.replace(args.data + ".tmp", args.data)
+        with atomic_output(args.data) as temp:
+            write_records(temp, args.records, args.seq, args.preds)
     device_memory(reset=True)
     config = bert_config(args.config)
     replicas, first_call = 1, None

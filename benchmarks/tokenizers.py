@@ -24,6 +24,7 @@ import time
 
 from benchmarks import harness
 from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
+from fileio.atomic import atomic_output
 
 
 def _tokenizer(peer, vocab_file, lines, batches, result):
@@ -140,8 +141,8 @@ def measure(args, peer):
     if peer.name == "original" and not os.path.exists(reference):
         lengths = np.array([len(row) for row in ids], np.int64)
         values = np.array([i for row in ids for i in row], np.int64)
-        np.savez(f"{reference}.{os.getpid()}.npz", lengths=lengths, values=values)
-        os.replace(f"{reference}.{os.getpid()}.npz", reference)
+        with atomic_output(reference) as temp:
+            np.savez(temp, lengths=lengths, values=values)
     elif peer.name != "original" and os.path.exists(reference):
         data = np.load(reference)
         rows = np.split(data["values"], np.cumsum(data["lengths"])[:-1])
