@@ -19,7 +19,7 @@ from absl import flags
 
 from fileio.errors import run_command
 from modeling.config import BertConfig
-from training.flag_rules import check_flags
+from training.flag_rules import check_flags, default_stride, ner_window, squad_window
 from training.flags import define_precision_flag, quiet_tensorflow_logs, take_settings_of_run
 from training.settings import TASK_DEFAULTS, log_at_info, settings_from_flags
 
@@ -60,7 +60,8 @@ flags.DEFINE_string(
 flags.DEFINE_integer(
     "doc_stride",
     None,
-    "--task=ner/squad: as for training (default: the run's, else the runner's: 64 / 128).",
+    "--task=ner/squad: as for training (default: the run's, else the runner's: 64 / 128, or "
+    "half the window where that would leave consecutive windows no shared context).",
 )
 flags.DEFINE_integer(
     "max_query_length", None, "--task=squad: as for training (default: the run's, else 64)."
@@ -112,6 +113,14 @@ def main(_):
         name: FLAGS[name].value if FLAGS[name].value is not None else value
         for name, value in TASK_DEFAULTS[FLAGS.task].items()
     }
+    if FLAGS.doc_stride is None and "doc_stride" in given:
+        # A fallback stride, like run_ner's default, never leaves windows without overlap.
+        length = given["max_seq_length"]
+        if FLAGS.task == "squad":
+            window = squad_window(length, given["max_query_length"])
+        else:
+            window = ner_window(length)
+        given["doc_stride"] = default_stride(given["doc_stride"], window)
     check_flags(FLAGS, **given)
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
     # TensorFlow loads here, once the command line is known to work.

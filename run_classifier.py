@@ -18,6 +18,7 @@ from absl import flags
 from data.glue.processors import canonical_task_name, get_processor
 from fileio.errors import run_command
 from training import flags as training_flags
+from training.flag_rules import check_input_files, requested_splits
 from training.settings import settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
@@ -47,6 +48,14 @@ def main(_):
     task_name = canonical_task_name(FLAGS.task_name)
     options = {"language": FLAGS.xnli_language} if task_name == "xnli" else {}
     processor = get_processor(FLAGS.task_name, **options)
+    check_input_files(
+        FLAGS,
+        [
+            (path, "data_dir", phase)
+            for split, phase in requested_splits(FLAGS)
+            for path in processor.data_files(FLAGS.data_dir, split)
+        ],
+    )
     # TensorFlow loads here, once the command line is known to work.
     from jobs.classifier_run import ClassifierRun, run_classifier
 

@@ -17,10 +17,13 @@ columns one space apart whether the input used spaces or tabs, with the predicte
 `perl conlleval.pl < eval_predictions.txt` scores it).
 """
 
+import os
+
 from absl import flags
 
 from fileio.errors import run_command
 from training import flags as training_flags
+from training.flag_rules import check_input_files, ner_window, requested_splits
 from training.settings import settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
@@ -39,7 +42,8 @@ flags.DEFINE_integer(
 flags.DEFINE_integer(
     "doc_stride",
     task_default("ner", "doc_stride"),
-    "Stride between the windows of a sentence too long for one.",
+    "Stride between the windows of a sentence too long for one (default: 64, or half the "
+    "window, max_seq_length - 2, when 64 would leave consecutive windows no shared context).",
 )
 flags.DEFINE_bool(
     "document_context",
@@ -55,7 +59,16 @@ training_flags.define_training_flags()
 
 
 def main(_):
+    if FLAGS.max_seq_length is not None and FLAGS.max_seq_length >= 3:
+        training_flags.resolve_default_stride(FLAGS, ner_window(FLAGS.max_seq_length))
     bert_config, tokenizer = training_flags.check_fine_tuning(FLAGS)
+    files = [
+        (os.path.join(FLAGS.data_dir, f"{split}.txt"), "data_dir", phase)
+        for split, phase in requested_splits(FLAGS)
+    ]
+    if FLAGS.label_file:
+        files.append((FLAGS.label_file, "label_file", None))
+    check_input_files(FLAGS, files)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.ner_run import NerRun, run_ner
 

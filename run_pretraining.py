@@ -17,6 +17,7 @@ Running the same command again after an interruption resumes from the last check
 from absl import flags
 
 from fileio.errors import run_command
+from fileio.patterns import expand_file_patterns
 from modeling.config import BertConfig
 from training import flags as training_flags
 from training.flag_rules import check_flags
@@ -46,6 +47,8 @@ def main(_):
         raise ValueError("At least one of `do_train` or `do_eval` must be True.")
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
     bert_config.check_max_seq_length(FLAGS.max_seq_length)
+    # Every pattern must name files (a remote one is listed by TensorFlow, which loads then).
+    expand_file_patterns(FLAGS.input_file)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.pretraining_run import PretrainingRun, run_pretraining
 

@@ -19,7 +19,7 @@ from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matche
 from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
-from training.flag_rules import check_flags
+from training.flag_rules import check_flags, check_input_files
 from training.settings import log_at_info, settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
@@ -93,6 +93,11 @@ def main(_):
     check_flags(FLAGS)
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
     validate_flags_or_throw(bert_config)
+    files = [(FLAGS.train_file, "train_file", "do_train")] if FLAGS.do_train else []
+    for phase in ("do_eval", "do_predict"):
+        if FLAGS[phase].value:
+            files.append((FLAGS.predict_file, "predict_file", phase))
+    check_input_files(FLAGS, files)
     tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.squad_run import SquadRun, run_squad

@@ -19,11 +19,11 @@ def check_int(value, name, minimum):
     return int(value)
 
 
-def check_float(value, name, allow_zero=True):
+def check_float(value, name, allow_zero=True, allow_negative=False):
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"optimization: {name} must be a finite number {bound}, got {value!r}.")
+    if not ok or (value < 0 and not allow_negative) or (value == 0 and not allow_zero):
+        bound = "" if allow_negative else " >= 0" if allow_zero else " > 0"
+        raise ValueError(f"optimization: {name} must be a finite number{bound}, got {value!r}.")
     return float(value)
 
 
@@ -39,19 +39,22 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     uses a rate of 0. Values equal the original's bit for bit, eagerly and in `tf.function`;
     under XLA (`jit_compile=True`) they may differ in the last bit.
 
+    The original's graph also ran a negative `init_lr` (the updates then climb the loss) and a
+    negative W (no step is below it: no warmup); both give the original's rates here too.
+
     Args:
-        init_lr: Peak learning rate, a float >= 0.
+        init_lr: Peak learning rate, a finite float (>= 0 in any run meant to learn).
         num_train_steps: Total number of training steps N (int > 0); the rate is 0 from N on.
-        num_warmup_steps: Number of warmup steps W (int >= 0); 0 disables warmup.
+        num_warmup_steps: Number of warmup steps W (int); 0 or less disables warmup.
 
     Raises:
         ValueError: If an argument is out of range or of the wrong type.
     """
 
     def __init__(self, init_lr, num_train_steps, num_warmup_steps=0):
-        self.init_lr = check_float(init_lr, "init_lr")
+        self.init_lr = check_float(init_lr, "init_lr", allow_negative=True)
         self.num_train_steps = check_int(num_train_steps, "num_train_steps", 1)
-        self.num_warmup_steps = check_int(num_warmup_steps, "num_warmup_steps", 0)
+        self.num_warmup_steps = check_int(num_warmup_steps, "num_warmup_steps", -(2**62))
 
     def __call__(self, step):
         """Returns the float32 scalar learning rate for the integer scalar `step`."""
@@ -69,10 +72,10 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             step_f = tf.cast(step, tf.float32)
             done = tf.minimum(step_f, tf.constant(total)) * tf.constant(f32(1) / total)
             # Under XLA `1 - done` may become a fused multiply-add, which leaves a residue of
-            # about -1e-8 * init_lr from step N on; the clamp keeps the rate from turning
-            # negative and changes no value computed without XLA.
-            learning_rate = tf.maximum(tf.constant(init_lr) * (1.0 - done), 0.0)
-            if self.num_warmup_steps:
+            # about -1e-8 from step N on; the clamp keeps the remaining share from turning
+            # negative (the rate from changing sign) and changes no value computed without XLA.
+            learning_rate = tf.constant(init_lr) * tf.maximum(1.0 - done, 0.0)
+            if self.num_warmup_steps > 0:
                 warmup_rate = init_lr * (f32(1) / f32(self.num_warmup_steps))
                 warmup_lr = step_f * tf.constant(warmup_rate)
                 is_warmup = tf.cast(step < self.num_warmup_steps, tf.float32)

@@ -355,9 +355,9 @@ def create_optimizer(
     update uses the step-0 rate, as the original did.
 
     Args:
-        init_lr: Peak learning rate (float >= 0).
+        init_lr: Peak learning rate (a finite float, >= 0 to learn; see `WarmupLinearDecay`).
         num_train_steps: Total number of training steps (int > 0).
-        num_warmup_steps: Linear warmup steps (int >= 0).
+        num_warmup_steps: Linear warmup steps (int; 0 or less: none).
         optimizer_type: "adamw" (the original AdamWeightDecayOptimizer) or "lamb".
         weight_decay_rate: Decoupled weight decay for non-excluded variables.
         clip_norm: Global-norm clipping threshold, or None to disable clipping.

@@ -1,4 +1,5 @@
-"""The sizes and settings no run can work with, refused at start-up by every runner.
+"""The sizes and settings no run can work with, refused at start-up by every runner, and the
+ones the original ran although they are rarely meant, which run with a warning.
 
 `check_flags(FLAGS)` applies every rule whose flags the runner defines, before the runner
 reads a file or creates a directory, and raises one `UserError` naming the flag, its value and
@@ -6,9 +7,16 @@ the fix. A rule that only matters for one phase applies when the flag asking for
 (`--do_train`, `--do_eval`) is on. Library code keeps its own checks for callers without
 flags; these rules make a bad command line fail in the runner's first second, in one place.
 
+A value is refused only when no run can work with it (the original crashed, looped forever or
+refused it too), never because it is unusual: a command line the original ran still runs, and
+`check_flags` logs one warning saying what such a value does and what is usually meant.
+
 TensorFlow-free: create_pretraining_data.py and build_vocab.py use it too.
 """
 
+from absl import logging
+
+from fileio import reading
 from fileio.errors import UserError
 
 # (flag, test, requirement, fix, phase): the flag's value must pass `test`; `phase` names the
@@ -17,6 +25,8 @@ _AT_LEAST_1 = ("at least 1", lambda v: v >= 1)
 _AT_LEAST_0 = ("at least 0", lambda v: v >= 0)
 _POSITIVE = ("positive", lambda v: v > 0)
 _PROBABILITY = ("within [0, 1]", lambda v: 0.0 <= v <= 1.0)
+# NaN fails every comparison; the original's arithmetic (int(), round()) raised on it.
+_A_NUMBER = ("a number", lambda v: v == v)
 # A dropout rate of 1 drops everything and scales the rest by 1 / 0.
 _DROPOUT = ("within [0, 1)", lambda v: 0.0 <= v < 1.0)
 
@@ -28,13 +38,11 @@ _VALUE_RULES = (
     ("batch_size", _AT_LEAST_1, _BATCH_FIX, None),
     ("num_train_epochs", _POSITIVE, "pass the number of passes over the training data", "do_train"),
     ("num_train_steps", _AT_LEAST_1, "pass the number of training steps", "do_train"),
-    ("num_warmup_steps", _AT_LEAST_0, "pass 0 for no warmup", "do_train"),
     ("max_eval_steps", _AT_LEAST_1, "pass the number of evaluation batches", "do_eval"),
-    ("learning_rate", _AT_LEAST_0, "pass a learning rate such as 5e-5", "do_train"),
-    ("warmup_proportion", _PROBABILITY, "pass the share of training to warm up, e.g. 0.1", None),
+    ("learning_rate", _A_NUMBER, "pass a learning rate such as 5e-5", "do_train"),
+    ("warmup_proportion", _A_NUMBER, "pass the share of training to warm up, e.g. 0.1", None),
     ("classifier_dropout_prob", _DROPOUT, "pass a dropout rate such as 0.1, or 0 for none", None),
-    ("masked_lm_prob", _PROBABILITY, "pass the share of tokens to mask, e.g. 0.15", None),
-    ("short_seq_prob", _PROBABILITY, "pass a probability such as 0.1", None),
+    ("masked_lm_prob", _A_NUMBER, "pass the share of tokens to mask, e.g. 0.15", None),
     ("save_checkpoints_steps", _AT_LEAST_1, "pass the steps between checkpoints", None),
     ("iterations_per_loop", _AT_LEAST_1, "pass the steps per compiled call", None),
     ("log_every_steps", _AT_LEAST_1, "pass the steps between progress lines", None),
@@ -45,12 +53,10 @@ _VALUE_RULES = (
     ("num_tpu_cores", _AT_LEAST_1, "pass the TPU's core count, e.g. 8", None),
     ("multi_worker_timeout", _POSITIVE, "pass the seconds to wait, e.g. 300", None),
     ("collective_timeout", _POSITIVE, "pass the seconds to wait, e.g. 600, or leave it out", None),
-    ("dupe_factor", _AT_LEAST_1, "pass the number of passes over the input, e.g. 10", None),
-    ("max_predictions_per_seq", _AT_LEAST_1, "pass about max_seq_length * masked_lm_prob", None),
+    ("max_predictions_per_seq", _AT_LEAST_0, "pass about max_seq_length * masked_lm_prob", None),
     ("num_workers", _AT_LEAST_0, "pass 0 for the original's records or N worker processes", None),
-    ("n_best_size", _AT_LEAST_1, "pass the size of the n-best list, e.g. 20", None),
-    ("max_answer_length", _AT_LEAST_1, "pass the longest answer in pieces, e.g. 30", None),
-    ("max_query_length", _AT_LEAST_1, "pass the question pieces to keep, e.g. 64", None),
+    ("max_query_length", _AT_LEAST_0, "pass the question pieces to keep, e.g. 64", None),
+    # The original's windows start `min(length, doc_stride)` pieces apart: 0 never moves on.
     ("doc_stride", _AT_LEAST_1, "pass the pieces between window starts, e.g. 128", None),
     ("vocab_size", _AT_LEAST_1, "pass the number of vocabulary lines, e.g. 30522", None),
     ("min_count", _AT_LEAST_1, "pass 1 to keep every character and piece", None),
@@ -62,6 +68,77 @@ _VALUE_RULES = (
     ("progress_interval_s", _POSITIVE, "pass the seconds between progress lines, e.g. 10", None),
 )
 
+# (flag, test, what a value failing `test` does, what is usually meant, phase): values the
+# original ran, which run here the same way after one warning.
+_ORIGINAL_RAN = (
+    ("num_warmup_steps", lambda v: v >= 0, "no step warms up", "0 for no warmup", "do_train"),
+    (
+        "learning_rate",
+        lambda v: v >= 0,
+        "the updates climb the loss instead of descending it",
+        "a positive rate such as 5e-5",
+        "do_train",
+    ),
+    (
+        "warmup_proportion",
+        lambda v: 0.0 <= v <= 1.0,
+        "warmup lasts int(steps * proportion) steps, none when that is negative, the whole run "
+        "when it is above the step count",
+        "a share within [0, 1] such as 0.1",
+        None,
+    ),
+    (
+        "masked_lm_prob",
+        lambda v: 0.0 <= v <= 1.0,
+        "each sequence masks round(length * prob) pieces, at least 1 and at most "
+        "--max_predictions_per_seq",
+        "a share within [0, 1] such as 0.15",
+        None,
+    ),
+    (
+        "short_seq_prob",
+        lambda v: 0.0 <= v <= 1.0,
+        "it acts as 0 below 0 and as 1 above 1",
+        "a probability such as 0.1",
+        None,
+    ),
+    (
+        "dupe_factor",
+        lambda v: v >= 1,
+        "no pass is made over the input and no instance is written",
+        "the number of passes, e.g. 10",
+        None,
+    ),
+    (
+        "max_predictions_per_seq",
+        lambda v: v >= 1,
+        "no piece is masked and the masked LM learns nothing",
+        "about max_seq_length * masked_lm_prob (20 for 128)",
+        None,
+    ),
+    (
+        "n_best_size",
+        lambda v: v >= 1,
+        "no span is a candidate and every answer is the original's placeholder 'empty'",
+        "the size of the n-best list, e.g. 20",
+        None,
+    ),
+    (
+        "max_answer_length",
+        lambda v: v >= 1,
+        "no span is short enough and every answer is the original's placeholder 'empty'",
+        "the longest answer in pieces, e.g. 30",
+        None,
+    ),
+    (
+        "max_query_length",
+        lambda v: v >= 1,
+        "the question is dropped and the model reads the document alone",
+        "the question pieces to keep, e.g. 64",
+        None,
+    ),
+)
+
 # Flags every value of which can work: seeds, thresholds. Listed so that a new numeric flag
 # without a rule is noticed (tests/training/test_flag_rules.py reads the runners' flags).
 FREE_FLAGS = frozenset({"seed", "random_seed", "null_score_diff_threshold"})
@@ -69,7 +146,8 @@ FREE_FLAGS = frozenset({"seed", "random_seed", "null_score_diff_threshold"})
 
 def checked_flags():
     """The numeric flags some rule checks (for the test that every runner's flag is covered)."""
-    return {rule[0] for rule in _VALUE_RULES} | {"max_seq_length"}
+    names = {rule[0] for rule in _VALUE_RULES} | {rule[0] for rule in _ORIGINAL_RAN}
+    return names | {"max_seq_length"}
 
 
 def _values(flag_values, overrides):
@@ -86,27 +164,42 @@ def _task(values):
     return values.get("task")
 
 
+def _applies(values, name, phase):
+    return values.get(name) is not None and (phase is None or values.get(phase, True))
+
+
 def _check_value(values, name, rule, fix, phase):
-    value = values.get(name)
-    if value is None or (phase is not None and not values.get(phase, True)):
+    if not _applies(values, name, phase):
         return
     requirement, test = rule
     # NaN fails every test, as it should.
+    value = values[name]
     if not test(value):
         when = f" with --{phase}" if phase else ""
         raise UserError(f"--{name}={value} must be {requirement}{when}: {fix}.")
 
 
+def _unusual_values(values):
+    """The warnings for values the original ran although they are rarely meant."""
+    for name, test, consequence, meant, phase in _ORIGINAL_RAN:
+        if _applies(values, name, phase) and not test(values[name]):
+            yield (
+                f"--{name}={values[name]} runs as in the original, but {consequence}; unless "
+                f"that is what you mean, pass {meant}."
+            )
+
+
 def _check_sequence_length(values):
-    """--max_seq_length against what one sequence must hold, per task."""
+    """--max_seq_length against what one sequence must hold, per task; yields warnings."""
     length = values.get("max_seq_length")
     if length is None:
         return
     task = _task(values)
     if "max_query_length" in values and task in (None, "squad"):
-        _check_squad_window(values, length)
+        yield from _check_squad_window(values, length)
     elif "max_predictions_per_seq" in values:
-        # Pre-training: [CLS] A [SEP] B [SEP] with at least one piece each for A and B.
+        # Pre-training: [CLS] A [SEP] B [SEP] with at least one piece each for A and B (the
+        # original's truncation asserts as much).
         if length < 5:
             raise UserError(
                 f"--max_seq_length={length} is too small for a pre-training pair ([CLS], one "
@@ -114,23 +207,29 @@ def _check_sequence_length(values):
             )
         predictions = values.get("max_predictions_per_seq")
         if predictions is not None and predictions > length:
-            raise UserError(
+            yield (
                 f"--max_predictions_per_seq={predictions} is larger than the sequence "
-                f"(--max_seq_length={length}): pass at most {length}, usually about "
-                "max_seq_length * masked_lm_prob (20 for 128)."
+                f"(--max_seq_length={length}): the records carry "
+                f"{predictions - length} or more padding slots that are never used; "
+                f"pass at most {length}, usually about max_seq_length * masked_lm_prob."
             )
-    elif length < 3:
+    elif length < 2:
         raise UserError(
-            f"--max_seq_length={length} is too small to hold [CLS], one piece and [SEP]: "
-            "pass at least 3 (128 is usual)."
+            f"--max_seq_length={length} is too small to hold [CLS] and [SEP]: pass at least 3 "
+            "(128 is usual)."
+        )
+    elif length == 2:
+        yield (
+            "--max_seq_length=2 holds [CLS] and [SEP] only: no piece of any text reaches the "
+            "model (and sentence pairs cannot be packed); pass at least 3 (128 is usual)."
         )
     if "doc_stride" in values and "max_query_length" not in values or task == "ner":
-        _check_ner_window(values, length)
+        yield from _check_ner_window(values, length)
 
 
 def _check_squad_window(values, length):
     """The question, [CLS] and two [SEP]s leave `max_seq_length - max_query_length - 3`
-    pieces of the document at least; the stride must move within them."""
+    pieces of the document at least; the stride moves within them."""
     query = values["max_query_length"]
     if query is None:
         return
@@ -142,23 +241,96 @@ def _check_squad_window(values, length):
             f"of {query} pieces, [CLS] and two [SEP]s; raise --max_seq_length or lower "
             "--max_query_length."
         )
-    _check_stride(values.get("doc_stride"), length - query - 3, f"{length} - {query} - 3")
+    yield from _check_stride(
+        values.get("doc_stride"), squad_window(length, query), f"{length} - {query} - 3"
+    )
 
 
 def _check_ner_window(values, length):
     """A sentence window holds `max_seq_length - 2` pieces besides [CLS] and [SEP]."""
     if length >= 3:
-        _check_stride(values.get("doc_stride"), length - 2, f"{length} - 2")
+        yield from _check_stride(values.get("doc_stride"), ner_window(length), f"{length} - 2")
 
 
 def _check_stride(stride, window, arithmetic):
-    # A window of one piece can only move by one.
-    if stride is not None and stride > max(window - 1, 1):
-        raise UserError(
-            f"--doc_stride={stride} must be smaller than the window it strides ({window} "
-            f"document pieces = {arithmetic}), or consecutive windows share no context: pass "
-            f"--doc_stride={max(window // 2, 1)} or less, or raise --max_seq_length."
+    if stride is not None and stride >= window and window > 1:
+        # The original accepts it: windows start min(length, stride) apart, so they are
+        # adjacent and no piece is lost, only the shared context.
+        yield (
+            f"--doc_stride={stride} is not smaller than the window it strides ({window} "
+            f"document pieces = {arithmetic}): consecutive windows are adjacent and share no "
+            f"context, so the pieces at their edges are read without what follows or precedes "
+            f"them; pass --doc_stride={fitting_stride(window)} (half the window) for overlap."
         )
+
+
+def squad_window(max_seq_length, max_query_length):
+    """The document pieces of a SQuAD window after the longest question, [CLS] and 2 [SEP]s."""
+    return max_seq_length - max_query_length - 3
+
+
+def ner_window(max_seq_length):
+    """The pieces of a sentence window besides [CLS] and [SEP] (NER, classifier windows)."""
+    return max_seq_length - 2
+
+
+def fitting_stride(window):
+    """Half the window: consecutive windows then share half their pieces."""
+    return max(window // 2, 1)
+
+
+def default_stride(default, window):
+    """The stride a run takes when --doc_stride is not given: the task's `default` if it is
+    smaller than `window` (the windows then overlap), else half the window.
+
+    A project default never makes a legal --max_seq_length warn; the value chosen is logged.
+    """
+    if default < window or window <= 1:
+        return default
+    stride = fitting_stride(window)
+    logging.info(
+        "--doc_stride not given: %d, half of the %d-piece window (the default %d would leave "
+        "consecutive windows no shared context).",
+        stride,
+        window,
+        default,
+    )
+    return stride
+
+
+_PHASES = {"train": "do_train", "dev": "do_eval", "test": "do_predict"}
+
+
+def check_input_files(flag_values, files):
+    """Raises a `UserError` naming the first of `files` that does not exist, before anything
+    is read or written, so that a missing file ends the run in its first second.
+
+    Args:
+        flag_values: the parsed absl `FlagValues`.
+        files: (path, flag, phase) triples: the flag the path comes from (e.g. "data_dir") and
+            the --do_* flag that reads it ("do_train", ...), or None for a file every run reads.
+
+    Raises:
+        UserError: e.g. "/data/ner/dev.txt does not exist: --do_eval reads it from
+            --data_dir=/data/ner; put the file there, or leave --do_eval off."
+    """
+    for path, flag, phase in files:
+        if reading.is_file(path):
+            continue
+        given = f"--{flag}={_values(flag_values, {})[flag]}"
+        if phase is None:
+            raise UserError(f"{path} does not exist: {given} names it; pass a file that exists.")
+        where = f"from {given}" if path != _values(flag_values, {})[flag] else f"as {given}"
+        raise UserError(
+            f"{path} does not exist: --{phase} reads it {where}; put the file there, or leave "
+            f"--{phase} off."
+        )
+
+
+def requested_splits(flag_values):
+    """(split, phase) of the splits ("train", "dev", "test") whose --do_* flag is on."""
+    values = _values(flag_values, {})
+    return [(split, phase) for split, phase in _PHASES.items() if values.get(phase)]
 
 
 def check_flags(flag_values, **overrides):
@@ -171,6 +343,10 @@ def check_flags(flag_values, **overrides):
         flag_values: the runner's parsed absl `FlagValues`, or a dict of flag values.
         **overrides: values the runner resolved itself (e.g. a default that depends on --task).
 
+    Returns:
+        The warnings logged, one sentence each, for values the original ran although they are
+        rarely meant (e.g. a --doc_stride as long as its window).
+
     Raises:
         UserError: e.g. "--train_batch_size=0 must be at least 1: pass a positive number of
             examples per batch."
@@ -179,4 +355,7 @@ def check_flags(flag_values, **overrides):
     for name, rule, fix, phase in _VALUE_RULES:
         if name in values:
             _check_value(values, name, rule, fix, phase)
-    _check_sequence_length(values)
+    warnings = [*_unusual_values(values), *_check_sequence_length(values)]
+    for warning in warnings:
+        logging.warning("%s", warning)
+    return warnings

@@ -15,7 +15,7 @@ from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matche
 from fileio import reading
 from fileio.errors import UserError
 from modeling.config import BertConfig
-from training.flag_rules import check_flags
+from training.flag_rules import check_flags, default_stride
 from training.settings import (
     PRECISIONS,
     STRATEGIES,
@@ -327,6 +327,16 @@ def train_config_from_flags(flag_values, **overrides):
     """A `TrainConfig` from the shared flags; runner-specific values come as overrides."""
     overrides.setdefault("run_flags", flagfile_text(flag_values))
     return settings_from_flags(TrainConfig, flag_values, **overrides)
+
+
+def resolve_default_stride(flag_values, window):
+    """Sets --doc_stride, when the command line does not give it, to the runner's default if
+    that leaves consecutive windows some shared context in a `window`-piece window, else to
+    half the window (logged), so that a project default never makes a legal
+    --max_seq_length warn. The value set is the one flags.txt records.
+    """
+    if not flag_values["doc_stride"].present:
+        flag_values.doc_stride = default_stride(flag_values.doc_stride, window)
 
 
 def check_fine_tuning(flag_values):

@@ -82,6 +82,16 @@ class DataProcessor:
         """Returns the (first) test set of `data_dir`, with placeholder labels."""
         raise NotImplementedError()
 
+    def data_files(self, data_dir, split):
+        """The files of `data_dir` that reading `split` ("train", "dev", "test": every set of
+        `get_dev_sets` / `get_test_sets` for the last two) opens, so that a runner can name a
+        missing one before it starts.
+
+        Raises:
+            ValueError: if the task has no such split (as reading it would).
+        """
+        raise NotImplementedError()
+
     def get_labels(self):
         """Returns the label strings (the `labels` attribute); their positions are the class ids."""
         if not self.labels:
@@ -193,6 +203,13 @@ class _TsvProcessor(DataProcessor):
 
     def get_test_examples(self, data_dir):
         return self._create_examples(data_dir, "test")
+
+    # Further files of a split, read by `get_dev_sets` / `get_test_sets` (MNLI's mismatched).
+    extra_files = {}
+
+    def data_files(self, data_dir, split):
+        names = [self.files[split], *self.extra_files.get(split, ())]
+        return [os.path.join(data_dir, name) for name in names]
 
     def _test_label(self):
         return self.get_labels()[0]

@@ -53,6 +53,7 @@ class MnliProcessor(_TsvProcessor):
     name = "mnli"
     leaderboard_names = ("MNLI-m", "MNLI-mm")
     files = {"train": "train.tsv", "dev": "dev_matched.tsv", "test": "test_matched.tsv"}
+    extra_files = {"dev": ("dev_mismatched.tsv",), "test": ("test_mismatched.tsv",)}
     set_names = {"train": "train", "dev": "dev_matched", "test": "test"}
     id_column = 0
     test_id_column = 0
@@ -98,8 +99,15 @@ class XnliProcessor(DataProcessor):
             )
         self.language = language
 
+    def data_files(self, data_dir, split):
+        if split == "test":
+            return self.get_test_examples(data_dir)
+        if split == "train":
+            return [os.path.join(data_dir, "multinli", f"multinli.train.{self.language}.tsv")]
+        return [os.path.join(data_dir, "xnli.dev.tsv")]
+
     def get_train_examples(self, data_dir):
-        path = os.path.join(data_dir, "multinli", f"multinli.train.{self.language}.tsv")
+        (path,) = self.data_files(data_dir, "train")
         examples = []
         for i, (line, row) in enumerate(self._read_numbered(path)):
             if i == 0:
@@ -111,7 +119,7 @@ class XnliProcessor(DataProcessor):
         return self._check_not_empty(examples, path)
 
     def get_dev_examples(self, data_dir):
-        path = os.path.join(data_dir, "xnli.dev.tsv")
+        (path,) = self.data_files(data_dir, "dev")
         examples = []
         for i, (line, row) in enumerate(self._read_numbered(path)):
             if i == 0:
@@ -237,6 +245,11 @@ class AxProcessor(_TsvProcessor):
     get_train_examples = _no_labeled_data
     get_dev_examples = _no_labeled_data
     get_dev_sets = _no_labeled_data
+
+    def data_files(self, data_dir, split):
+        if split != "test":
+            self._no_labeled_data()
+        return super().data_files(data_dir, split)
 
 
 PROCESSORS = {

@@ -31,14 +31,20 @@ def _map_entry(key, feature):
     return _field(b"\x0a", _field(b"\x0a", key.encode()) + _field(b"\x12", feature))
 
 
+def _values(packed):
+    # An empty packed field is not written at all (as protobuf serialises an empty list, e.g.
+    # the masked-LM lists of --max_predictions_per_seq=0).
+    return _field(b"\x0a", packed) if packed else b""
+
+
 def _int64_feature(packed):
     # Feature.int64_list is field 3; Int64List.value is packed field 1.
-    return _field(b"\x1a", _field(b"\x0a", packed))
+    return _field(b"\x1a", _values(packed))
 
 
 def _float_feature(packed):
     # Feature.float_list is field 2; FloatList.value is packed field 1.
-    return _field(b"\x12", _field(b"\x0a", packed))
+    return _field(b"\x12", _values(packed))
 
 
 def _varint_of(size):
@@ -47,6 +53,8 @@ def _varint_of(size):
 
 def _int64_entry(key_field, packed):
     """`_map_entry(key, _int64_feature(packed))` with one join; `key_field` is field 1."""
+    if not packed:
+        return _field(b"\x0a", key_field + _field(b"\x12", _int64_feature(packed)))
     list_size = 1 + len(_varint_of(len(packed))) + len(packed)
     feature_size = 1 + len(_varint_of(list_size)) + list_size
     entry_size = len(key_field) + 1 + len(_varint_of(feature_size)) + feature_size

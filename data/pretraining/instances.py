@@ -32,23 +32,23 @@ class PretrainingOptions:
     short_seq_prob: float
 
     def validate(self):
-        """Raises `ValueError` naming the flag if a setting cannot produce data."""
+        """Raises `ValueError` naming the flag if a setting cannot produce data.
+
+        Values the original ran (no pass over the input, no masked piece, probabilities outside
+        [0, 1]) are accepted and do what they did there; the runner warns about them.
+        """
         if self.max_seq_length < 5:
             raise ValueError(
                 f"--max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP] with two tokens "
                 f"left for A and B), got {self.max_seq_length}."
             )
-        if self.max_predictions_per_seq < 1:
+        if self.max_predictions_per_seq < 0:
             raise ValueError(
-                f"--max_predictions_per_seq must be at least 1, got "
+                f"--max_predictions_per_seq must be at least 0, got "
                 f"{self.max_predictions_per_seq}; about max_seq_length * masked_lm_prob is usual."
             )
-        if self.dupe_factor < 1:
-            raise ValueError(f"--dupe_factor must be at least 1, got {self.dupe_factor}.")
-        for name in ("masked_lm_prob", "short_seq_prob"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"--{name} must lie in [0, 1], got {value}.")
+        if self.masked_lm_prob != self.masked_lm_prob:
+            raise ValueError("--masked_lm_prob must be a number, got nan; 0.15 is usual.")
 
 
 # --- Instances -----------------------------------------------------------------------------

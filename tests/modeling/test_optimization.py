@@ -223,6 +223,20 @@ def test_schedule_matches_original(monkeypatch, init_lr, num_train_steps, num_wa
         np.testing.assert_allclose(want[w], init_lr * (1 - w / n), rtol=1e-6)
 
 
+@pytest.mark.parametrize("init_lr, num_warmup_steps", [(-2e-3, 5), (1e-3, -3), (-1e-3, -1)])
+def test_settings_the_original_ran_give_its_rates(monkeypatch, init_lr, num_warmup_steps):
+    """A negative rate (the updates climb the loss) and a negative warmup (none) are rarely
+    meant, but the original's graph ran them: the runners warn, and the rates stay its own."""
+    n, steps = 20, list(range(26))
+    want = _original_learning_rates(monkeypatch, init_lr, n, num_warmup_steps, steps)
+    schedule = optimization.WarmupLinearDecay(init_lr, n, num_warmup_steps)
+    got = schedule(tf.constant(steps, tf.int64)).numpy()
+    np.testing.assert_array_equal(got, want)
+    assert np.sign(want[:n]).tolist().count(np.sign(init_lr)) >= n - max(num_warmup_steps, 1)
+    # The optimizer takes them as the original's create_optimizer did.
+    optimization.create_optimizer(init_lr, n, num_warmup_steps)
+
+
 @pytest.mark.parametrize("wd", [0.1, 0.0])
 def test_lamb_matches_model_garden(wd, tmp_path):
     """Our LAMB against Model Garden's (official.modeling.optimization.lamb, run in a child
@@ -362,8 +376,7 @@ def test_serialization_round_trip():
         (dict(num_train_steps=0), "num_train_steps must be >= 1, got 0"),
         (dict(num_train_steps=-5), "num_train_steps must be >= 1"),
         (dict(num_train_steps=10.0), "num_train_steps must be an integer"),
-        (dict(num_warmup_steps=-1), "num_warmup_steps must be >= 0"),
-        (dict(init_lr=-1e-3), "init_lr must be a finite number >= 0"),
+        (dict(num_warmup_steps=2.5), "num_warmup_steps must be an integer"),
         (dict(init_lr=float("nan")), "init_lr must be a finite number"),
         (dict(weight_decay_rate=-0.1), "weight_decay_rate must be"),
         (dict(clip_norm=0.0), "clip_norm must be a finite number > 0"),

@@ -24,7 +24,7 @@ def _refused(program, args, out, message):
     assert not os.path.exists(out)
 
 
-@pytest.mark.parametrize("case", ["batch size", "empty dev set"])
+@pytest.mark.parametrize("case", ["batch size", "empty dev set", "no dev file"])
 def test_classifier(tmp_path, case):
     write_sst2(tmp_path / "data", num_train=8, num_dev=4, num_test=4)
     write_tiny_config(tmp_path / "bert_config.json")
@@ -43,14 +43,44 @@ def test_classifier(tmp_path, case):
         args.append("--eval_batch_size=0")
         message = "--eval_batch_size=0 must be at least 1: pass a positive number of examples "
         message += "per batch."
-    else:
+    elif case == "empty dev set":
         dev = tmp_path / "data" / "dev.tsv"
         dev.write_text("sentence\tlabel\n")
         message = f"{dev} holds no examples; it must have at least one data row."
+    else:
+        dev = tmp_path / "data" / "dev.tsv"
+        dev.unlink()
+        message = (
+            f"{dev} does not exist: --do_eval reads it from --data_dir={tmp_path / 'data'}; put "
+            "the file there, or leave --do_eval off."
+        )
     _refused("run_classifier.py", args, out, message)
 
 
-@pytest.mark.parametrize("case", ["doc stride", "no answer found"])
+def test_ner_without_its_dev_file(tmp_path):
+    """The file a phase reads is checked before TensorFlow loads, not found missing by it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.txt").write_text("EU B-ORG\nrejects O\n")
+    write_tiny_config(tmp_path / "bert_config.json")
+    out = tmp_path / "out"
+    args = [
+        f"--data_dir={data}",
+        f"--vocab_file={VOCAB}",
+        f"--bert_config_file={tmp_path / 'bert_config.json'}",
+        f"--output_dir={out}",
+        "--max_seq_length=16",
+        "--do_train",
+        "--do_eval=true",
+    ]
+    message = (
+        f"{data / 'dev.txt'} does not exist: --do_eval reads it from --data_dir={data}; put the "
+        "file there, or leave --do_eval off."
+    )
+    _refused("run_ner.py", args, out, message)
+
+
+@pytest.mark.parametrize("case", ["doc stride", "no predict file", "no answer found"])
 def test_squad(tmp_path, case):
     # The answer text is not at answer_start: the only question is skipped.
     context = "Ada Lovelace wrote the first program in 1843."
@@ -69,11 +99,16 @@ def test_squad(tmp_path, case):
         f"--output_dir={out}",
     ]
     if case == "doc stride":
-        args.append("--doc_stride=45")
+        # Only a stride below 1 cannot work (the original's windows would never move on).
+        args.append("--doc_stride=0")
+        message = "--doc_stride=0 must be at least 1: pass the pieces between window starts, "
+        message += "e.g. 128."
+    elif case == "no predict file":
+        args += ["--doc_stride=16", "--do_predict", f"--predict_file={tmp_path / 'dev.json'}"]
         message = (
-            "--doc_stride=45 must be smaller than the window it strides (45 document pieces = "
-            "64 - 16 - 3), or consecutive windows share no context: pass --doc_stride=22 or "
-            "less, or raise --max_seq_length."
+            f"{tmp_path / 'dev.json'} does not exist: --do_predict reads it as "
+            f"--predict_file={tmp_path / 'dev.json'}; put the file there, or leave --do_predict "
+            "off."
         )
     else:
         args.append("--doc_stride=16")
@@ -85,15 +120,16 @@ def test_squad(tmp_path, case):
     _refused("run_squad.py", args, out, message)
 
 
-@pytest.mark.parametrize("case", ["predictions", "no records"])
+@pytest.mark.parametrize("case", ["no file", "no records"])
 def test_pretraining(data, tmp_path, case):
     records = data / "data.tfrecord"
     length = "--max_seq_length=32"
-    if case == "predictions":
-        predictions = "--max_predictions_per_seq=33"
+    if case == "no file":
+        predictions = "--max_predictions_per_seq=5"
+        records = tmp_path / "part-*.tfrecord"
         message = (
-            "--max_predictions_per_seq=33 is larger than the sequence (--max_seq_length=32): "
-            "pass at most 32, usually about max_seq_length * masked_lm_prob (20 for 128)."
+            f"--input_file: no file matches '{records}'. Check the path; separate several "
+            "files or patterns with commas."
         )
     else:
         predictions = "--max_predictions_per_seq=5"
@@ -123,10 +159,12 @@ def test_create_pretraining_data(tmp_path):
         f"--input_file={tmp_path / 'corpus.txt'}",
         f"--output_file={out}",
         f"--vocab_file={VOCAB}",
-        "--masked_lm_prob=1.5",
+        "--max_seq_length=4",
     ]
-    message = "--masked_lm_prob=1.5 must be within [0, 1]: pass the share of tokens to mask, "
-    message += "e.g. 0.15."
+    message = (
+        "--max_seq_length=4 is too small for a pre-training pair ([CLS], one piece of A, [SEP], "
+        "one piece of B, [SEP]): pass at least 5 (128 is usual)."
+    )
     _refused("create_pretraining_data.py", args, out, message)
 
 

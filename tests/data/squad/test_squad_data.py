@@ -28,8 +28,10 @@ from tests.oracles import run_oracle
 SQUAD = os.path.join(TESTDATA, "squad")
 VOCAB = minilm_vocab()
 # (max_seq_length, doc_stride, max_query_length): "short" cuts the long paragraph into many
-# overlapping windows and truncates the long question; "long" needs fewer windows.
-SETTINGS = {"short": (64, 16, 12), "long": (128, 48, 64)}
+# overlapping windows and truncates the long question; "long" needs fewer windows; "adjacent"
+# strides by more than its window (run_squad.py --max_seq_length=128 with the default stride
+# is such a setting): the windows meet without overlap, as the original cuts them.
+SETTINGS = {"short": (64, 16, 12), "long": (128, 48, 64), "adjacent": (48, 64, 12)}
 # File stem -> (is_training, version_2_with_negative).
 FILES = {
     "train-v1.1": (True, False),
@@ -45,6 +47,9 @@ PREDICTIONS = {
     "v2-n20-a30-t0": ("dev-v2.0-short", 20, 30, True, 0.0, False),
     "v2-n3-a5-t5": ("dev-v2.0-long", 3, 5, True, 5.0, True),
     "v2-n20-a5-tneg": ("dev-v2.0-short", 20, 5, True, -2.5, True),
+    # Values the original ran (with a warning here): no candidate, every answer 'empty'.
+    "v1-n0-a30": ("dev-v1.1-short", 0, 30, False, 0.0, False),
+    "v1-n20-a0": ("dev-v1.1-long", 20, 0, False, 0.0, False),
 }
 RECORDS = ("train-v2.0-short", "dev-v1.1-short")
 FINAL_TEXT_CASES = [
