@@ -39,12 +39,16 @@ flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
 flags.DEFINE_bool("do_predict", False, "Whether to run the model on the test set.")
 flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
 flags.DEFINE_string("xnli_language", "zh", "XNLI language (the original fixed it to zh).")
+training_flags.define_long_input_flags()
 training_flags.define_tpu_flags()
 training_flags.define_training_flags()
 
 
 def main(_):
     bert_config, tokenizer = training_flags.check_fine_tuning(FLAGS)
+    training_flags.warn_unused_long_input_flags(FLAGS)
+    if FLAGS.long_inputs != "windows":
+        training_flags.warn_if_given(FLAGS, ("doc_stride",), "it applies to --long_inputs=windows")
     task_name = canonical_task_name(FLAGS.task_name)
     options = {"language": FLAGS.xnli_language} if task_name == "xnli" else {}
     processor = get_processor(FLAGS.task_name, **options)

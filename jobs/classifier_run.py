@@ -8,6 +8,7 @@ from absl import logging
 
 from data.glue import metrics
 from data.glue.features import convert_examples_to_features
+from data.glue.long_inputs import aggregate_windows, convert_long_examples
 from data.glue.processor_base import PaddingInputExample
 from data.glue.records import classifier_dataset, write_classifier_tfrecord
 from data.glue.submission import write_leaderboard_file, write_test_results
@@ -34,6 +35,12 @@ class ClassifierRun:
     num_train_epochs: float
     warmup_proportion: float
     classifier_dropout_prob: float
+    # Inputs longer than max_seq_length (data.glue.long_inputs): the original's truncation,
+    # head and tail, or windows aggregated per example.
+    long_inputs: str = "truncate"
+    head_tokens: int | None = None
+    doc_stride: int | None = None
+    window_aggregation: str = "mean"
 
 
 def _eval_metrics(run, processor, outputs, batch_size, prefix=""):
@@ -63,6 +70,52 @@ def _eval_metrics(run, processor, outputs, batch_size, prefix=""):
             for k, v in results.items()
         }
     return results
+
+
+def classifier_features(run, examples, labels, tokenizer, processor):
+    """The records of `examples` as `run.long_inputs` cuts them.
+
+    Returns:
+        (features, example_of_feature): one record per example except with windows.
+    """
+    if run.long_inputs == "truncate":
+        features = convert_examples_to_features(
+            examples, labels, run.max_seq_length, tokenizer, processor.is_regression
+        )
+        return features, list(range(len(examples)))
+    return convert_long_examples(
+        examples,
+        labels,
+        run.max_seq_length,
+        tokenizer,
+        processor.is_regression,
+        run.long_inputs,
+        run.head_tokens,
+        run.doc_stride,
+    )
+
+
+def per_example_outputs(outputs, owners, aggregation, processor):
+    """The outputs of each example from those of its windows (`aggregate_windows`): its
+    aggregated probabilities (or score), label, and loss under them."""
+    real = outputs["real"] > 0
+    examples, owner = np.unique(np.asarray(owners)[real], return_inverse=True)
+    predictions = aggregate_windows(
+        outputs["logits"][real], owner, len(examples), aggregation, processor.is_regression
+    )
+    first = np.searchsorted(owner, np.arange(len(examples)))
+    labels = outputs["labels"][real][first]
+    if processor.is_regression:
+        losses = np.square(predictions - labels)
+    else:
+        chosen = predictions[np.arange(len(labels)), labels.astype(np.int64)]
+        losses = -np.log(np.maximum(chosen, np.finfo(np.float32).tiny))
+    return {
+        "predictions": predictions,
+        "per_example_loss": losses.astype(np.float32),
+        "labels": labels,
+        "real": np.ones(len(examples), np.int32),
+    }
 
 
 def run_classifier(run, bert_config, processor, tokenizer, strategy, train_config):
@@ -104,16 +157,16 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
     labels = processor.get_labels()
 
     def write(examples, name):
-        features = convert_examples_to_features(
-            examples, labels, run.max_seq_length, tokenizer, processor.is_regression
-        )
-        return fine_tuning.write_records(
+        """Writes the records of `examples`; returns (path, the example of each record)."""
+        features, owners = classifier_features(run, examples, labels, tokenizer, processor)
+        path = fine_tuning.write_records(
             output_dir,
             name,
             write_classifier_tfrecord,
             features,
             is_regression=processor.is_regression,
         )
+        return path, owners
 
     def dataset(path, batch_size, is_training, skip=0, batching=None):
         return classifier_dataset(
@@ -127,19 +180,27 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
             batching=batching,
         )
 
-    def predict(path, examples, title, batch_size):
+    def predict(examples, name, title, batch_size):
+        path, owners = write(examples, name)
         padding = sum(isinstance(e, PaddingInputExample) for e in examples)
         # The fixed-shape path fills the last batch, as the original does on a TPU.
-        filling = -len(examples) % batch_size if trainer.plan.whole_inference_batches else 0
+        filling = -len(owners) % batch_size if trainer.plan.whole_inference_batches else 0
         fine_tuning.log_inference_set(title, len(examples) + filling, padding + filling, batch_size)
+        if len(owners) != len(examples):
+            logging.info("  Num windows = %d", len(owners))
         with fine_tuning.reading_own_records(path):
-            return trainer.predict(
-                lambda batching: dataset(path, batch_size, False, 0, batching), len(examples)
+            outputs = trainer.predict(
+                lambda batching: dataset(path, batch_size, False, 0, batching), len(owners)
             )
+        if len(owners) == len(examples):
+            return outputs
+        return per_example_outputs(outputs, owners, run.window_aggregation, processor)
 
     if run.do_train:
+        # Every window is a training example with its example's label.
+        path, owners = write(train_examples, "train")
         train_config = fine_tuning.with_training_steps(
-            train_config, len(train_examples), run.num_train_epochs, run.warmup_proportion
+            train_config, len(owners), run.num_train_epochs, run.warmup_proportion
         )
     trainer = Trainer(
         ClassifierTask(
@@ -150,8 +211,9 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
     )
 
     if run.do_train:
-        path = write(train_examples, "train")
         logging.info("  Num examples = %d", len(train_examples))
+        if len(owners) != len(train_examples):
+            logging.info("  Num windows = %d", len(owners))
         with fine_tuning.reading_own_records(path):
             trainer.train(
                 lambda skip, batching: dataset(
@@ -162,8 +224,8 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
     results = {}
     if run.do_eval:
         for index, (name, examples) in enumerate(dev_sets.items()):
-            path = write(examples, "eval" if index == 0 else name)
-            outputs = predict(path, examples, f"evaluation on {name}", run.eval_batch_size)
+            title = f"evaluation on {name}"
+            outputs = predict(examples, "eval" if index == 0 else name, title, run.eval_batch_size)
             # MNLI's mismatched set reports under eval_mismatched_* beside the matched keys.
             prefix = "" if index == 0 else name.replace("dev_", "")
             results.update(_eval_metrics(run, processor, outputs, run.eval_batch_size, prefix))
@@ -172,8 +234,9 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
 
     if run.do_predict:
         for index, (board_name, examples) in enumerate(test_sets.items()):
-            path = write(examples, "predict" if index == 0 else f"predict_{board_name}")
-            outputs = predict(path, examples, f"prediction on {board_name}", run.predict_batch_size)
+            name = "predict" if index == 0 else f"predict_{board_name}"
+            title = f"prediction on {board_name}"
+            outputs = predict(examples, name, title, run.predict_batch_size)
             predictions = outputs["predictions"][outputs["real"] > 0]
             if len(predictions) != sum(not isinstance(e, PaddingInputExample) for e in examples):
                 raise RuntimeError(f"{len(predictions)} predictions for {len(examples)} examples")

@@ -59,6 +59,49 @@ def define_model_flags(with_vocab=True, lower_case=True):
         )
 
 
+def define_long_input_flags(with_stride=True):
+    """How run_classifier (and the export of its model) reads inputs longer than the window:
+    `data.glue.long_inputs`."""
+    from data.glue.long_inputs import LONG_INPUTS, WINDOW_AGGREGATIONS
+
+    flags.DEFINE_enum(
+        "long_inputs",
+        "truncate",
+        LONG_INPUTS,
+        "Inputs longer than --max_seq_length: truncate (the original), head_tail (keep the "
+        "first --head_tokens pieces and the last ones), windows (overlapping windows "
+        "--doc_stride apart, their predictions aggregated per example).",
+    )
+    flags.DEFINE_integer(
+        "head_tokens",
+        None,
+        "--long_inputs=head_tail: pieces kept from the head of a cut text (default: a quarter "
+        "of those kept, 127 of 510 at --max_seq_length=512); the rest come from its tail.",
+    )
+    if with_stride:
+        flags.DEFINE_integer(
+            "doc_stride",
+            None,
+            "--long_inputs=windows: pieces between window starts (default: half the window).",
+        )
+    flags.DEFINE_enum(
+        "window_aggregation",
+        "mean",
+        WINDOW_AGGREGATIONS,
+        "--long_inputs=windows: an example's prediction from its windows': the mean of their "
+        "probabilities, the maximum per class, the softmax of their mean logits, or a vote.",
+    )
+
+
+def warn_unused_long_input_flags(flag_values):
+    """Warns about --head_tokens / --window_aggregation given for another --long_inputs."""
+    mode = flag_values.long_inputs
+    if mode != "head_tail":
+        warn_if_given(flag_values, ("head_tokens",), f"it applies to head_tail, not {mode}")
+    if mode != "windows":
+        warn_if_given(flag_values, ("window_aggregation",), f"it applies to windows, not {mode}")
+
+
 def define_precision_flag():
     """--precision: the Keras policy of every step, training and inference alike."""
     flags.DEFINE_enum(

@@ -225,8 +225,10 @@ class ClassifierTask(Task):
         return [tf.reduce_sum(aux["per_example_loss"] * aux["real"])]
 
     def prediction_outputs(self, aux):
-        """Per-example outputs `Trainer.predict` keeps: what evaluation and test files need."""
-        return {k: aux[k] for k in ("predictions", "per_example_loss", "labels", "real")}
+        """Per-example outputs `Trainer.predict` keeps: what evaluation and test files need, and
+        the logits that windows of one example are aggregated from."""
+        keys = ("logits", "predictions", "per_example_loss", "labels", "real")
+        return {k: aux[k] for k in keys}
 
 
 class SquadTask(Task):

@@ -12,7 +12,7 @@ from data.glue.processor_base import PaddingInputExample
 from data.tokenization.packing import pack_tokens
 
 # Records logged in full before conversion goes quiet, as the original.
-_NUM_LOGGED = 5
+NUM_LOGGED = 5
 
 
 @dataclasses.dataclass
@@ -32,6 +32,39 @@ class ClassifierFeatures:
     segment_ids: list
     label_id: int | float
     is_real_example: bool = True
+
+
+def label_id_of(example, label_list, is_regression):
+    """The class index of the example's label, or its target as a float for regression.
+
+    Raises:
+        ValueError: if the label is not in `label_list` (or not a number, for regression).
+    """
+    if is_regression:
+        try:
+            return float(example.label)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"Example {example.guid}: the target must be a number, got {example.label!r}."
+            ) from None
+    label_map = {label: i for i, label in enumerate(label_list)}
+    if example.label not in label_map:
+        raise ValueError(
+            f"Example {example.guid}: unknown label {example.label!r}; the labels are "
+            f"{list(label_list)}."
+        )
+    return label_map[example.label]
+
+
+def log_example(example, packed, label_id):
+    """Logs one record in the original's `*** Example ***` format."""
+    logging.info("*** Example ***")
+    logging.info("guid: %s", example.guid)
+    logging.info("tokens: %s", " ".join(packed.tokens))
+    logging.info("input_ids: %s", " ".join(str(x) for x in packed.input_ids))
+    logging.info("input_mask: %s", " ".join(str(x) for x in packed.input_mask))
+    logging.info("segment_ids: %s", " ".join(str(x) for x in packed.segment_ids))
+    logging.info("label: %s (id = %s)", example.label, label_id)
 
 
 def convert_single_example(
@@ -60,32 +93,12 @@ def convert_single_example(
     if isinstance(example, PaddingInputExample):
         zeros = [0] * max_seq_length
         return ClassifierFeatures(list(zeros), list(zeros), list(zeros), 0, False)
-    if is_regression:
-        try:
-            label_id = float(example.label)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"Example {example.guid}: the target must be a number, got {example.label!r}."
-            ) from None
-    else:
-        label_map = {label: i for i, label in enumerate(label_list)}
-        if example.label not in label_map:
-            raise ValueError(
-                f"Example {example.guid}: unknown label {example.label!r}; the labels are "
-                f"{list(label_list)}."
-            )
-        label_id = label_map[example.label]
+    label_id = label_id_of(example, label_list, is_regression)
     tokens_a = tokenizer.tokenize(example.text_a)
     tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
     packed = pack_tokens(tokens_a, tokens_b, max_seq_length, tokenizer.convert_tokens_to_ids)
-    if ex_index < _NUM_LOGGED:
-        logging.info("*** Example ***")
-        logging.info("guid: %s", example.guid)
-        logging.info("tokens: %s", " ".join(packed.tokens))
-        logging.info("input_ids: %s", " ".join(str(x) for x in packed.input_ids))
-        logging.info("input_mask: %s", " ".join(str(x) for x in packed.input_mask))
-        logging.info("segment_ids: %s", " ".join(str(x) for x in packed.segment_ids))
-        logging.info("label: %s (id = %s)", example.label, label_id)
+    if ex_index < NUM_LOGGED:
+        log_example(example, packed, label_id)
     return ClassifierFeatures(packed.input_ids, packed.input_mask, packed.segment_ids, label_id)
 
 
