@@ -6,9 +6,9 @@ byte-identical). `head_tail` keeps the same number of pieces of each text, but a
 lose pieces loses them from its middle: its first `head_tokens` and its last ones stay (Sun et
 al. 2019, "How to Fine-Tune BERT for Text Classification?", found head + tail best on IMDb).
 `windows` cuts the text into windows `doc_stride` pieces apart, as run_squad cuts a context;
-a sentence pair keeps `text_a` whole (up to half the sequence, like SQuAD's question) in every
-window and windows over `text_b`. Training reads every window with its example's label;
-evaluation and prediction aggregate the windows of each example (`aggregate_windows`), so every
+a sentence pair keeps `text_a` in every window, like SQuAD's question (whole, or what `text_b`
+leaves it down to half the sequence), and windows over `text_b`. Training reads every window
+with its example's label; evaluation and prediction aggregate the windows of each example (`aggregate_windows`), so every
 metric and output file is per example.
 """
 
@@ -50,11 +50,15 @@ def head_and_tail(tokens, keep, head_tokens=None):
     return tokens[:head] + tokens[len(tokens) - (keep - head) :]
 
 
-def pair_room(len_a, max_seq_length):
-    """Pieces of `text_a` kept in every window of a pair (at most half the sequence, its end
-    cut as the original truncates) and the room left in each window for `text_b`."""
+def pair_room(len_a, len_b, max_seq_length):
+    """Pieces of `text_a` kept in every window of a pair and the room left in each for `text_b`.
+
+    `text_a` keeps what `text_b` leaves it and at least half the sequence (its end cut as the
+    original truncates): a pair that fits, or whose `text_b` fits beside the longer half, keeps
+    the original truncation's lengths in one window.
+    """
     budget = max_seq_length - 3
-    keep_a = min(len_a, budget - budget // 2)
+    keep_a = min(len_a, max(budget - len_b, budget - budget // 2))
     return keep_a, budget - keep_a
 
 
@@ -71,7 +75,7 @@ def window_pieces(tokens_a, tokens_b, max_seq_length, doc_stride=None):
         empty text.
     """
     if tokens_b:
-        keep_a, room = pair_room(len(tokens_a), max_seq_length)
+        keep_a, room = pair_room(len(tokens_a), len(tokens_b), max_seq_length)
         windowed, fixed = tokens_b, tokens_a[:keep_a]
     else:
         room, windowed, fixed = max_seq_length - 2, tokens_a, None
