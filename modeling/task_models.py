@@ -68,7 +68,9 @@ class BertPretrainer(_EncoderWithHead):
             `next_sentence_logits` `[B, 2]` (float32).
         """
         positions = tf.cast(inputs["masked_lm_positions"], tf.int32)
-        rows = tf.concat([tf.zeros_like(positions[:, :1]), positions], axis=1)
+        # [CLS] first (a column of its own: P may be 0, --max_predictions_per_seq=0).
+        cls_rows = tf.zeros([tf.shape(positions)[0], 1], tf.int32)
+        rows = tf.concat([cls_rows, positions], axis=1)
         out = self.bert({**inputs, "output_positions": rows}, training=training)
         heads = self.cls(
             out["sequence_output"][:, 1:], out["pooled_output"], None, self.bert.embedding_table

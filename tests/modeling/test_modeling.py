@@ -211,6 +211,19 @@ def test_keras_config_round_trip():
     assert BertPretrainer.from_config(pre.get_config()).config == pre.config
 
 
+def test_pretrainer_without_masked_positions():
+    """--max_predictions_per_seq=0 (which the original ran): no masked-LM logits, the same
+    [CLS] output as with positions."""
+    pre = BertPretrainer(tiny_config())
+    inputs = tiny_inputs(0)
+    none = pre({**inputs, "masked_lm_positions": np.zeros((BATCH, 0), np.int32)})
+    some = pre({**inputs, "masked_lm_positions": np.ones((BATCH, 2), np.int32)})
+    assert none["masked_lm_logits"].shape[0] == 0
+    np.testing.assert_allclose(
+        none["next_sentence_logits"].numpy(), some["next_sentence_logits"].numpy(), atol=1e-6
+    )
+
+
 def _read_rows(seed):
     """A batch with [CLS] real, and for each example masked positions among its real tokens
     plus position-0 fillers (the zero-weight predictions of short examples)."""
