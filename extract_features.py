@@ -107,10 +107,12 @@ def main(_):
     )
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
     config.check_max_seq_length(FLAGS.max_seq_length)
-    layers = parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
-    combine = FLAGS.layer_combine
     if FLAGS.pooling == "first_last_mean":
+        # Its own layers (the default --layers may not exist in a small model).
         layers, combine = list(options.FIRST_LAST_LAYERS), "mean"
+    else:
+        layers = parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
+        combine = FLAGS.layer_combine
     tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.extraction_run import ExtractionRun, extract_features

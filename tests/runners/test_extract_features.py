@@ -770,3 +770,31 @@ def test_output_flags_that_cannot_work_are_refused_first(original_gelu, tmp_path
     assert message in result.stderr.strip().splitlines()[-1], result.stderr[-2000:]
     assert "tensorflow" not in result.stderr.lower()  # refused before TensorFlow loads
     assert os.listdir(tmp_path) == []
+
+
+def test_first_last_mean_from_the_command_line(extracted, tmp_path):
+    """The runner's first_last_mean: layers 0 and -1 averaged, then the tokens, whatever the
+    default --layers (-1..-4 do not all exist in this 3-layer model)."""
+    work = extracted["work"]
+    cmd = [
+        sys.executable,
+        os.path.join(REPO, "extract_features.py"),
+        f"--input_file={work / 'input.txt'}",
+        f"--vocab_file={work / 'vocab.txt'}",
+        f"--bert_config_file={extracted['config']}",
+        f"--init_checkpoint={extracted['ckpt']}",
+        "--max_seq_length=16",
+        f"--output_file={tmp_path / 'flm.npy'}",
+        "--pooling=first_last_mean",
+        "--output_format=npy",
+        "--output_dtype=float16",
+    ]
+    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "extract: 7/7 lines" in result.stderr
+    vectors = np.load(tmp_path / "flm.npy")
+    assert vectors.dtype == np.float16
+    for row, (_, layers) in zip(vectors, _json_values(extracted["lines"]), strict=True):
+        # --layers=-1,0,-2 in the module's run: layers[1] is layer 0, layers[0] layer -1.
+        expected = ((layers[1] + layers[0]) / 2).mean(0)
+        np.testing.assert_allclose(row, expected, rtol=2**-11, atol=1e-6)
