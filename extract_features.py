@@ -1,4 +1,5 @@
-r"""Writes per-token activations of chosen encoder layers as JSON lines (the original's format).
+r"""Writes per-token activations of chosen encoder layers as JSON lines (the original's format),
+or pooled per line, or as npy, safetensors or TFRecord files (docs/features.md).
 
 Example:
 
@@ -11,6 +12,7 @@ Example:
 
 from absl import flags
 
+from data.extraction import options
 from data.tokenization.full_tokenizer import FullTokenizer
 from fileio.errors import run_command
 from modeling.config import BertConfig
@@ -22,7 +24,7 @@ FLAGS = flags.FLAGS
 training_flags.quiet_tensorflow_logs()
 
 flags.DEFINE_string("input_file", None, "One example per line: 'text_a' or 'text_a ||| text_b'.")
-flags.DEFINE_string("output_file", None, "JSON lines output.")
+flags.DEFINE_string("output_file", None, "The output file (--output_format).")
 flags.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated encoder layer indexes (-1 = last).")
 training_flags.define_model_flags()
 flags.DEFINE_integer("max_seq_length", 128, "Padded length in WordPiece tokens.")
@@ -40,6 +42,35 @@ flags.DEFINE_bool(
     False,
     "Run every batch at --max_seq_length, as the original; by default lines are batched by "
     "length and each batch cut to its longest (the same values, written in input order).",
+)
+flags.DEFINE_enum(
+    "pooling",
+    "none",
+    options.POOLINGS,
+    "none: every token's values (the original); mean / max over the line's tokens ([CLS] and "
+    "[SEP] included); cls: the [CLS] token; first_last_mean: the mean over tokens of the "
+    "average of the first and last encoder layers.",
+)
+flags.DEFINE_enum(
+    "layer_combine",
+    "concatenate",
+    options.LAYER_COMBINES,
+    "concatenate: the --layers side by side, in their order (the original); mean: their average.",
+)
+flags.DEFINE_enum(
+    "output_format",
+    "jsonl",
+    options.OUTPUT_FORMATS,
+    "jsonl (the original's), npy, safetensors or tfrecord; layouts in docs/features.md.",
+)
+flags.DEFINE_enum(
+    "output_dtype", "float32", options.OUTPUT_DTYPES, "Value type of npy and safetensors files."
+)
+flags.DEFINE_integer(
+    "doc_stride",
+    None,
+    "Cut lines longer than --max_seq_length into windows starting this many pieces apart, each "
+    "token taken from the window where it has the most context; unset: truncate as the original.",
 )
 
 
@@ -66,15 +97,28 @@ def main(_):
         "extract_features runs on this machine's CPU or GPU, never on a TPU",
     )
     check_flags(FLAGS)
+    options.check_output_options(
+        FLAGS.pooling,
+        FLAGS.layer_combine,
+        FLAGS.output_format,
+        FLAGS.output_dtype,
+        layers_given=FLAGS["layers"].present,
+        combine_given=FLAGS["layer_combine"].present,
+    )
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
     config.check_max_seq_length(FLAGS.max_seq_length)
-    layers = parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
+    if FLAGS.pooling == "first_last_mean":
+        # Its own layers (the default --layers may not exist in a small model).
+        layers, combine = list(options.FIRST_LAST_LAYERS), "mean"
+    else:
+        layers = parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
+        combine = FLAGS.layer_combine
     tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.extraction_run import ExtractionRun, extract_features
     from training.strategy import create_strategy
 
-    run = settings_from_flags(ExtractionRun, FLAGS, layers=layers)
+    run = settings_from_flags(ExtractionRun, FLAGS, layers=layers, layer_combine=combine)
     extract_features(run, config, tokenizer, create_strategy("one_device"))
 
 

@@ -1,17 +1,14 @@
-"""extract_features' sequence: read lines, run the encoder, write JSON lines."""
+"""extract_features' sequence: stream the lines through the encoder, write each line's vectors."""
 
 import dataclasses
 
 import tensorflow as tf
 from absl import logging
 
-from data.extraction.features import (
-    convert_examples_to_features,
-    format_json_line,
-    read_examples,
-)
+from data.extraction.pooling import combine_layers, pool_tokens
+from data.extraction.stream import LineStream, assemble, scan_input
+from data.extraction.writers import open_writer
 from data.records.batching import batch_examples
-from fileio.atomic import open_atomically
 from modeling.bert_model import BertModel
 from modeling.layers import weights_from_checkpoint
 from modeling.tf1_checkpoint import load_tf1_checkpoint
@@ -27,6 +24,8 @@ class ExtractionRun:
 
     Attributes:
         layers: the parsed `--layers`, Python indexes into the encoder's layers (-1 = last).
+        doc_stride: pieces between window starts for lines longer than a row, or None to
+            truncate them as the original.
     """
 
     input_file: str
@@ -38,12 +37,18 @@ class ExtractionRun:
     jit_compile: bool
     pad_to_max_seq_length: bool
     precision: str = "float32"
+    pooling: str = "none"
+    layer_combine: str = "concatenate"
+    output_format: str = "jsonl"
+    output_dtype: str = "float32"
+    doc_stride: int | None = None
 
 
 def extract_features(run, bert_config, tokenizer, strategy):
     """Writes the activations of `run.layers` for every line of `run.input_file`.
 
-    One JSON line per input line, in order, as the original writes them; the file appears
+    One record per input line, in order (data/extraction/writers.py: the formats); the lines
+    stream through the model, so memory stays flat in the file's length, and the files appear
     only once complete.
 
     Args:
@@ -55,8 +60,8 @@ def extract_features(run, bert_config, tokenizer, strategy):
     Returns:
         The number of lines written.
     """
-    examples = read_examples(run.input_file)
-    features = convert_examples_to_features(examples, run.max_seq_length, tokenizer)
+    num_lines = scan_input(run.input_file, run.doc_stride)
+    stream = LineStream(run.input_file, run.max_seq_length, tokenizer, run.doc_stride)
     # Every variable comes from the checkpoint (a strict load), so none is drawn at random.
     with strategy.scope(), compute_policy(run.precision), weights_from_checkpoint():
         model = BertModel(bert_config)
@@ -69,29 +74,36 @@ def extract_features(run, bert_config, tokenizer, strategy):
             f"layer_{j}": tf.cast(layers[index], tf.float32) for j, index in enumerate(run.layers)
         }
 
-    columns = {
-        name: tf.constant([getattr(f, name) for f in features], tf.int32)
-        for name in ("input_ids", "input_mask", "segment_ids")
-    }
     options = inference_plan(strategy, run.pad_to_max_seq_length, run.jit_compile).prediction()
 
     def dataset(batching):
         chunk = run.batch_size * max(batching.sort_batches, 1)
-        stream = tf.data.Dataset.from_tensor_slices(columns).batch(chunk)
-        return batch_examples(stream, run.batch_size, False, batching)
+        rows = tf.data.Dataset.from_generator(
+            stream.rows, output_signature=stream.output_signature()
+        )
+        return batch_examples(rows.batch(chunk), run.batch_size, False, batching)
 
     predict_step = inference.make_predict_step(strategy, layer_outputs, run.jit_compile)
-    progress = summaries.InferenceProgress("extract", len(features))
-    batches = inference.predictions(
-        predict_step, inference_batches(strategy, dataset, options), progress
-    )
+    batches = inference.predictions(predict_step, inference_batches(strategy, dataset, options))
     # While this thread writes lines, the model computes up to 2 batches more: with full-length
     # batches the lines follow each batch; with sorted ones they follow each sort window.
-    batches = inference.ahead(batches)
-    with open_atomically(run.output_file) as writer:
-        for feature, outputs in zip(features, inference.in_input_order(batches), strict=True):
-            values = [outputs[f"layer_{j}"] for j in range(len(run.layers))]
-            line = format_json_line(feature.unique_id, feature.tokens, run.layers, values)
-            writer.write(line + "\n")
-    logging.info("Wrote %d lines to %s", len(features), run.output_file)
-    return len(features)
+    rows = inference.in_input_order(inference.ahead(batches))
+    progress = summaries.InferenceProgress("extract", num_lines, unit="lines")
+    settings = {**dataclasses.asdict(run), "num_lines": num_lines}
+    with open_writer(run.output_file, run.output_format, settings) as writer:
+        for _ in range(num_lines):
+            # A line's plan is queued before its rows are read, so it is there once one is out.
+            first = next(rows)
+            plan = stream.next_plan()
+            windows = [first] + [next(rows) for _ in range(plan.num_windows - 1)]
+            layer_values = [
+                assemble(plan, [w[f"layer_{j}"] for w in windows]) for j in range(len(run.layers))
+            ]
+            values = pool_tokens(combine_layers(layer_values, run.layer_combine), run.pooling)
+            writer.write(plan.unique_id, plan.tokens, values)
+            progress.update(1)
+        if next(rows, None) is not None:
+            raise RuntimeError("The model returned more rows than the input has lines.")
+    progress.finish()
+    logging.info("Wrote %d lines to %s", num_lines, run.output_file)
+    return num_lines

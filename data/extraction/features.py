@@ -15,33 +15,47 @@ from fileio.errors import UserError
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 
 
-def read_examples(input_file):
-    """Reads one example per line: `text_a` or `text_a ||| text_b`.
+def iter_examples(input_file):
+    """Yields one example per line, `text_a` or `text_a ||| text_b`, as the file is read.
 
     Every line counts, empty ones included; `unique_id` is the 0-based line number.
 
-    Returns:
-        list of (unique_id, text_a, text_b or None).
+    Yields:
+        (unique_id, text_a, text_b or None).
+
+    Raises:
+        ValueError: if the file does not exist.
+    """
+    if not tf.io.gfile.exists(input_file):
+        raise ValueError(f"--input_file not found: {input_file}")
+    with tf.io.gfile.GFile(input_file, "rb") as reader:
+        for unique_id, raw in enumerate(reader):
+            yield (unique_id, *split_line(convert_to_unicode(raw).strip()))
+
+
+def split_line(line):
+    """(text_a, text_b) of a `text_a ||| text_b` line, (line, None) of any other."""
+    match = _PAIR.match(line)
+    return (match.group(1), match.group(2)) if match else (line, None)
+
+
+def empty_input_error(input_file):
+    """The `UserError` for an input file without a line."""
+    return UserError(
+        f"--input_file={input_file} is empty: write one example per line ('text_a' or "
+        "'text_a ||| text_b')."
+    )
+
+
+def read_examples(input_file):
+    """All of `iter_examples` as a list.
 
     Raises:
         ValueError: if the file does not exist or has no line.
     """
-    if not tf.io.gfile.exists(input_file):
-        raise ValueError(f"--input_file not found: {input_file}")
-    examples = []
-    with tf.io.gfile.GFile(input_file, "rb") as reader:
-        for unique_id, raw in enumerate(reader):
-            line = convert_to_unicode(raw).strip()
-            match = _PAIR.match(line)
-            if match:
-                examples.append((unique_id, match.group(1), match.group(2)))
-            else:
-                examples.append((unique_id, line, None))
+    examples = list(iter_examples(input_file))
     if not examples:
-        raise UserError(
-            f"--input_file={input_file} is empty: write one example per line ('text_a' or "
-            "'text_a ||| text_b')."
-        )
+        raise empty_input_error(input_file)
     return examples
 
 

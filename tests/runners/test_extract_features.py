@@ -465,3 +465,336 @@ def test_bad_flags_are_clear_errors(original_gelu, tmp_path, extra, message):
     assert result.returncode != 0
     assert message in result.stderr
     assert not os.path.exists(tmp_path / "o")
+
+
+# --- Pooled, combined and binary outputs, windows over long lines, streaming -----------------
+
+
+def _run(extracted, tmp_path, name="out", input_file=None, **settings):
+    """extract_features in this process on the module's tiny model; returns the output path."""
+    work = extracted["work"]
+    fields = dict(
+        input_file=str(input_file or work / "input.txt"),
+        output_file=str(tmp_path / name),
+        init_checkpoint=extracted["ckpt"],
+        layers=[-1, 0, -2],
+        max_seq_length=16,
+        batch_size=3,
+        jit_compile=False,
+        pad_to_max_seq_length=False,
+    )
+    fields.update(settings)
+    tokenizer = FullTokenizer(str(work / "vocab.txt"), True)
+    config = BertConfig.from_json_file(extracted["config"])
+    extract_features(ExtractionRun(**fields), config, tokenizer, create_strategy("one_device"))
+    return fields["output_file"]
+
+
+def _json_values(lines):
+    """The per-token JSON output as (tokens, [float64 [T, H] per layer]) per line."""
+    parsed = []
+    for line in lines:
+        features = json.loads(line)["features"]
+        tokens = [t["token"] for t in features]
+        num_layers = len(features[0]["layers"])
+        layers = [np.array([t["layers"][j]["values"] for t in features]) for j in range(num_layers)]
+        parsed.append((tokens, layers))
+    return parsed
+
+
+def _numpy_pooling(layers, pooling, combine):
+    """Pooling written independently of data/extraction/pooling.py, on the JSON's values."""
+    combined = np.concatenate(layers, axis=1) if combine == "concatenate" else sum(layers) / 3
+    return {"mean": combined.mean(0), "max": combined.max(0), "cls": combined[0]}[pooling]
+
+
+@pytest.mark.parametrize("combine", ["concatenate", "mean"])
+@pytest.mark.parametrize("pooling", ["mean", "max", "cls"])
+def test_pooled_vectors_equal_numpy_pooling_of_the_json(extracted, tmp_path, pooling, combine):
+    path = _run(
+        extracted, tmp_path, "out.npy", pooling=pooling, layer_combine=combine, output_format="npy"
+    )
+    pooled = np.load(path)
+    parsed = _json_values(extracted["lines"])
+    assert pooled.dtype == np.float32 and pooled.shape[0] == len(parsed)
+    for row, (_, layers) in zip(pooled, parsed, strict=True):
+        np.testing.assert_allclose(row, _numpy_pooling(layers, pooling, combine), atol=1e-5)
+
+
+def test_pooled_json_lines_and_first_last_mean(extracted, tmp_path):
+    """jsonl pooled: {"linex_index", "tokens", "values"} per line; first_last_mean is the mean
+    over tokens of the average of layers 0 and -1 (the runner's setting of it)."""
+    path = _run(
+        extracted, tmp_path, layers=[0, -1], layer_combine="mean", pooling="first_last_mean"
+    )
+    records = [json.loads(line) for line in open(path, encoding="utf-8")]
+    parsed = _json_values(extracted["lines"])
+    for i, (record, (tokens, layers)) in enumerate(zip(records, parsed, strict=True)):
+        assert list(record) == ["linex_index", "tokens", "values"]
+        assert record["linex_index"] == i and record["tokens"] == tokens
+        # --layers=-1,0,-2 in the module's run: layers[1] is layer 0, layers[0] layer -1.
+        expected = ((layers[1] + layers[0]) / 2).mean(0)
+        np.testing.assert_allclose(record["values"], expected, atol=1e-5)
+        assert all(v == round(v, 6) for v in record["values"])
+
+
+def test_per_token_mean_of_layers_in_json(extracted, tmp_path):
+    path = _run(extracted, tmp_path, layer_combine="mean")
+    for line, (tokens, layers) in zip(open(path), _json_values(extracted["lines"]), strict=True):
+        features = json.loads(line)["features"]
+        assert [t["token"] for t in features] == tokens
+        assert [[layer["index"] for layer in t["layers"]] for t in features][0] == [[-1, 0, -2]]
+        values = np.array([t["layers"][0]["values"] for t in features])
+        np.testing.assert_allclose(values, sum(layers) / 3, atol=1.5e-6)
+
+
+def _per_token_json(extracted):
+    """[total_tokens, 3H] float64 (layers side by side), the offsets and tokens of the JSON."""
+    parsed = _json_values(extracted["lines"])
+    values = np.concatenate([np.concatenate(layers, axis=1) for _, layers in parsed])
+    offsets = np.cumsum([0] + [len(tokens) for tokens, _ in parsed])
+    return values, offsets, [tokens for tokens, _ in parsed]
+
+
+def test_npy_safetensors_and_tfrecord_hold_the_json_values(extracted, tmp_path):
+    import tensorflow as tf
+    from safetensors import safe_open
+
+    values, offsets, tokens = _per_token_json(extracted)
+    # npy per token: values, offsets and tokens beside them.
+    _run(extracted, tmp_path, "tokens.npy", output_format="npy")
+    np.testing.assert_allclose(np.load(tmp_path / "tokens.npy"), values, atol=1e-6)
+    np.testing.assert_array_equal(np.load(tmp_path / "tokens.offsets.npy"), offsets)
+    written = (tmp_path / "tokens.tokens.txt").read_text(encoding="utf-8").splitlines()
+    assert [line.split(" ") for line in written] == tokens
+    # safetensors in float16, per token and pooled.
+    _run(extracted, tmp_path, "t.safetensors", output_format="safetensors", output_dtype="float16")
+    with safe_open(str(tmp_path / "t.safetensors"), "np") as f:
+        half, half_offsets = f.get_tensor("values"), f.get_tensor("offsets")
+        assert f.metadata()["layers"] == "-1,0,-2"
+    assert half.dtype == np.float16
+    np.testing.assert_array_equal(half_offsets, offsets)
+    # float16 keeps 11 significant bits: within half a unit of the last one, plus the JSON's.
+    np.testing.assert_allclose(half, values, rtol=2**-11, atol=1e-6)
+    _run(extracted, tmp_path, "p.safetensors", output_format="safetensors", pooling="mean")
+    with safe_open(str(tmp_path / "p.safetensors"), "np") as f:
+        pooled = f.get_tensor("values")
+    assert not (tmp_path / "p.tokens.txt").exists()
+    expected = [values[a:b].mean(0) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+    np.testing.assert_allclose(pooled, expected, atol=1e-6)
+    # TFRecord, parsed as docs/features.md shows.
+    _run(extracted, tmp_path, "t.tfrecord", output_format="tfrecord")
+    spec = {
+        "linex_index": tf.io.FixedLenFeature([], tf.int64),
+        "tokens": tf.io.VarLenFeature(tf.string),
+        "values": tf.io.VarLenFeature(tf.float32),
+    }
+    records = list(tf.data.TFRecordDataset(str(tmp_path / "t.tfrecord")))
+    assert len(records) == len(tokens)
+    for i, record in enumerate(records):
+        example = tf.io.parse_single_example(record, spec)
+        assert int(example["linex_index"]) == i
+        line_tokens = [t.decode() for t in tf.sparse.to_dense(example["tokens"]).numpy()]
+        assert line_tokens == tokens[i]
+        line = tf.reshape(tf.sparse.to_dense(example["values"]), [len(line_tokens), -1])
+        np.testing.assert_allclose(line.numpy(), values[offsets[i] : offsets[i + 1]], atol=1e-6)
+
+
+# Single-piece words of the vocabulary, so that a window's pieces written as a line are
+# tokenized back into exactly that window.
+_PLAIN_WORDS = ["the", "cat", "sat", "on", "mat", "jim", "henson", "was", "a", "who"]
+
+
+def _independent_windows(num_pieces, room, stride):
+    """Window starts and lengths, and for each piece the window of most context: the run_squad
+    rule (smaller side context + 0.01 * window length, first best) written over arrays."""
+    starts = [0]
+    while starts[-1] + room < num_pieces:
+        starts.append(starts[-1] + stride)
+    lengths = [min(room, num_pieces - s) for s in starts]
+    position = np.arange(num_pieces)[:, np.newaxis]
+    start, length = np.array(starts)[np.newaxis], np.array(lengths)[np.newaxis]
+    inside = (position >= start) & (position < start + length)
+    score = np.minimum(position - start, start + length - 1 - position) + 0.01 * length
+    best = np.argmax(np.where(inside, score, -np.inf), axis=1)  # argmax: the first best
+    return starts, lengths, best
+
+
+def test_long_lines_take_each_token_from_its_max_context_window(extracted, tmp_path):
+    """A 40-piece line in windows of 14 pieces, stride 5: against the model run on each
+    window's text (the non-windowed path) and the rule applied here; short lines as they are
+    without windows; mean pooling over all 42 token rows."""
+    rng = np.random.default_rng(7)
+    pieces = list(rng.choice(_PLAIN_WORDS, 40))
+    short = ["the cat sat on the mat", "", "jim henson was a puppeteer"]
+    lines = [short[0], " ".join(pieces), *short[1:]]
+    (tmp_path / "long.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    starts, lengths, best = _independent_windows(len(pieces), 16 - 2, 5)
+    assert len(starts) == 7 and lengths[-1] < 14 and len(set(best.tolist())) == 7
+    window_lines = [" ".join(pieces[s : s + n]) for s, n in zip(starts, lengths, strict=True)]
+    (tmp_path / "windows.txt").write_text("\n".join(window_lines + short) + "\n", "utf-8")
+    common = dict(output_format="npy", layers=[-1, 0])
+    _run(extracted, tmp_path, "long.npy", input_file=tmp_path / "long.txt", doc_stride=5, **common)
+    _run(extracted, tmp_path, "windows.npy", input_file=tmp_path / "windows.txt", **common)
+    got, got_offsets = np.load(tmp_path / "long.npy"), np.load(tmp_path / "long.offsets.npy")
+    rows, row_offsets = np.load(tmp_path / "windows.npy"), np.load(tmp_path / "windows.offsets.npy")
+    window_rows = [rows[row_offsets[w] : row_offsets[w + 1]] for w in range(len(starts))]
+    expected = [window_rows[0][0]]  # the first window's [CLS]
+    for i, w in enumerate(best):
+        expected.append(window_rows[w][i - starts[w] + 1])
+    expected.append(window_rows[-1][-1])  # the last window's [SEP]
+    long_line = got[got_offsets[1] : got_offsets[2]]
+    assert long_line.shape[0] == len(pieces) + 2
+    np.testing.assert_allclose(long_line, np.array(expected), atol=1e-6)
+    tokens = (tmp_path / "long.tokens.txt").read_text().splitlines()
+    assert tokens[1].split() == ["[CLS]", *pieces, "[SEP]"]
+    # Lines that fit one window: the rows they get without windows.
+    for line, window_line in ((0, 7), (2, 8), (3, 9)):
+        np.testing.assert_allclose(
+            got[got_offsets[line] : got_offsets[line + 1]],
+            rows[row_offsets[window_line] : row_offsets[window_line + 1]],
+            atol=1e-6,
+        )
+    _run(
+        extracted,
+        tmp_path,
+        "mean.npy",
+        input_file=tmp_path / "long.txt",
+        doc_stride=5,
+        pooling="mean",
+        **common,
+    )
+    np.testing.assert_allclose(np.load(tmp_path / "mean.npy")[1], long_line.mean(0), atol=1e-6)
+
+
+def test_a_line_that_fits_gets_the_same_row_with_windows():
+    from data.extraction.stream import plan_line
+
+    tokenizer_vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *WORDS])}
+
+    class Tokenizer:
+        def tokenize(self, text):
+            return text.split()
+
+        def convert_tokens_to_ids(self, tokens):
+            return [tokenizer_vocab[t] for t in tokens]
+
+    example = (4, "the cat sat on the mat", None)
+    plain, plain_features = plan_line(example, 8, Tokenizer())
+    windowed, windowed_features = plan_line(example, 8, Tokenizer(), doc_stride=2)
+    assert windowed == plain and windowed_features == plain_features
+
+
+def test_lines_stream_through_in_order(extracted, tmp_path, monkeypatch):
+    """Far more lines than one sorting window (64 batches of 2 = 128 rows): the job holds a
+    bounded number of lines, and writes them in input order."""
+    from jobs import extraction_run
+
+    streams = []
+
+    class Recorded(extraction_run.LineStream):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            streams.append(self)
+
+    monkeypatch.setattr(extraction_run, "LineStream", Recorded)
+    single = [line for line in LINES if "|||" not in line]
+    lines = [single[i % len(single)] + " the" * (i % 5) for i in range(600)]
+    (tmp_path / "many.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = _run(
+        extracted,
+        tmp_path,
+        "many.jsonl",
+        input_file=tmp_path / "many.txt",
+        batch_size=2,
+        pooling="cls",
+    )
+    records = [json.loads(line) for line in open(path, encoding="utf-8")]
+    assert [r["linex_index"] for r in records] == list(range(len(lines)))
+    tokenizer = FullTokenizer(str(extracted["work"] / "vocab.txt"), True)
+    for record, line in zip(records, lines, strict=True):
+        assert record["tokens"] == ["[CLS]", *tokenizer.tokenize(line)[:14], "[SEP]"]
+    assert 0 < streams[0].max_pending < len(lines) // 2, streams[0].max_pending
+
+
+def test_a_failed_run_writes_nothing(extracted, tmp_path, monkeypatch):
+    from data.extraction import writers
+    from fileio.errors import UserError
+
+    class Failing(writers.NpyWriter):
+        def write(self, unique_id, tokens, values):
+            if unique_id == 3:
+                raise OSError("disk gone")
+            super().write(unique_id, tokens, values)
+
+    monkeypatch.setattr(writers, "NpyWriter", Failing)
+    with pytest.raises(OSError, match="disk gone"):
+        _run(extracted, tmp_path, name="out.npy", output_format="npy")
+    # A pair with --doc_stride: refused before the model is built.
+    with pytest.raises(UserError, match="--doc_stride windows single sentences only"):
+        _run(extracted, tmp_path, name="pairs.npy", output_format="npy", doc_stride=4)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (
+            ["--output_dtype=float16"],
+            "--output_dtype=float16 has no meaning for --output_format=jsonl",
+        ),
+        (
+            ["--output_format=tfrecord", "--output_dtype=float16"],
+            "--output_dtype=float16 cannot be written with --output_format=tfrecord",
+        ),
+        (
+            ["--pooling=first_last_mean", "--layers=-1,-2"],
+            "--pooling=first_last_mean reads the first and last encoder layers",
+        ),
+        (["--doc_stride=20", "--max_seq_length=16"], "--doc_stride=20 must be smaller than"),
+    ],
+)
+def test_output_flags_that_cannot_work_are_refused_first(original_gelu, tmp_path, extra, message):
+    cmd = [
+        sys.executable,
+        os.path.join(REPO, "extract_features.py"),
+        "--input_file=x",
+        f"--output_file={tmp_path / 'o'}",
+        "--vocab_file=v",
+        f"--bert_config_file={original_gelu['config']}",
+        "--init_checkpoint=c",
+        *extra,
+    ]
+    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert message in result.stderr.strip().splitlines()[-1], result.stderr[-2000:]
+    assert "tensorflow" not in result.stderr.lower()  # refused before TensorFlow loads
+    assert os.listdir(tmp_path) == []
+
+
+def test_first_last_mean_from_the_command_line(extracted, tmp_path):
+    """The runner's first_last_mean: layers 0 and -1 averaged, then the tokens, whatever the
+    default --layers (-1..-4 do not all exist in this 3-layer model)."""
+    work = extracted["work"]
+    cmd = [
+        sys.executable,
+        os.path.join(REPO, "extract_features.py"),
+        f"--input_file={work / 'input.txt'}",
+        f"--vocab_file={work / 'vocab.txt'}",
+        f"--bert_config_file={extracted['config']}",
+        f"--init_checkpoint={extracted['ckpt']}",
+        "--max_seq_length=16",
+        f"--output_file={tmp_path / 'flm.npy'}",
+        "--pooling=first_last_mean",
+        "--output_format=npy",
+        "--output_dtype=float16",
+    ]
+    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "extract: 7/7 lines" in result.stderr
+    vectors = np.load(tmp_path / "flm.npy")
+    assert vectors.dtype == np.float16
+    for row, (_, layers) in zip(vectors, _json_values(extracted["lines"]), strict=True):
+        # --layers=-1,0,-2 in the module's run: layers[1] is layer 0, layers[0] layer -1.
+        expected = ((layers[1] + layers[0]) / 2).mean(0)
+        np.testing.assert_allclose(row, expected, rtol=2**-11, atol=1e-6)

@@ -1,0 +1,137 @@
+"""extract_features' output formats on real text: the original's JSON lines against per-token
+npy and pooled npy, through the job the runner calls.
+
+Lines are sentences of the Wikipedia excerpt inside the gensim 4.4.0 wheel (`--wheel`, or a
+prepared text file, `--corpus`), the first `--lines` of them, tokenized with Google's uncased
+vocabulary (`--vocab_file`, by default the MiniLM test asset's). The encoder is a random BERT of
+`--config` (speed and size do not depend on the weights), saved once as a TF1 checkpoint in
+`--work_dir`. Every peer writes `--layers` (default the original's -1,-2,-3,-4):
+
+* `json`: `--output_format=jsonl` (the original's file, the baseline);
+* `npy_tokens`: `--output_format=npy`, every token's values (float32) with offsets and tokens;
+* `npy_pooled`: `--output_format=npy --pooling=mean` (float32, the layers side by side);
+* `npy_pooled_fp16`: as `npy_pooled` with `--output_dtype=float16`.
+
+Each run is timed whole (model load, compile, tokenization, writing) and reports lines per
+second and bytes written per line.
+
+    pip download --no-deps gensim==4.4.0 -d /tmp/gensim
+    python -m benchmarks.extraction_formats --wheel /tmp/gensim/gensim-4.4.0-*.whl \
+        --config base --lines 2000 --rounds 2
+"""
+
+import glob
+import os
+import shutil
+import tempfile
+import time
+
+from benchmarks import harness
+from benchmarks.common import CONFIGS, bert_config
+from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
+from fileio.atomic import open_atomically
+
+_PEERS = {
+    "json": dict(output_format="jsonl", suffix=".jsonl"),
+    "npy_tokens": dict(output_format="npy", suffix=".npy"),
+    "npy_pooled": dict(output_format="npy", pooling="mean", suffix=".npy"),
+    "npy_pooled_fp16": dict(
+        output_format="npy", pooling="mean", output_dtype="float16", suffix=".npy"
+    ),
+}
+
+METRICS = [
+    harness.rate("lines_per_s", "lines/s"),
+    harness.Metric("bytes_per_line", "bytes/line", higher_is_better=False),
+]
+
+
+def _input_file(args):
+    """The first `--lines` non-empty sentences of the corpus, written once per count."""
+    path = os.path.join(args.work_dir, f"wiki_{args.lines}.txt")
+    if not os.path.exists(path):
+        os.makedirs(args.work_dir, exist_ok=True)
+        lines = []
+        with open(corpus_path(args), encoding="utf-8") as corpus:
+            for line in corpus:
+                if line.strip():
+                    lines.append(line.strip())
+                if len(lines) == args.lines:
+                    break
+        with open_atomically(path) as f:
+            f.write("\n".join(lines) + "\n")
+    return path
+
+
+def _checkpoint(args, config):
+    """A random encoder of `--config` as a TF1 checkpoint, saved once."""
+    import keras
+
+    from modeling import tf1_checkpoint
+    from modeling.bert_model import BertModel
+
+    prefix = os.path.join(args.work_dir, f"encoder_{args.config}", "model.ckpt")
+    if not os.path.exists(prefix + ".index"):
+        keras.utils.set_random_seed(args.seed)
+        model = BertModel(config)
+        arrays = tf1_checkpoint.variables_to_arrays(tf1_checkpoint.build_variable_map(model))
+        tf1_checkpoint.save_tf1_checkpoint(arrays, prefix)
+    return prefix
+
+
+def measure(args, peer):
+    from data.tokenization.full_tokenizer import FullTokenizer
+    from jobs.extraction_run import ExtractionRun, extract_features
+    from training.strategy import create_strategy
+
+    check_corpus_arguments(args)
+    input_file = _input_file(args)
+    config = bert_config(args.config)
+    prefix = _checkpoint(args, config)
+    options = dict(peer.options)
+    out_dir = tempfile.mkdtemp(prefix="extraction_formats_", dir=args.work_dir)
+    output_file = os.path.join(out_dir, "out" + options.pop("suffix"))
+    run = ExtractionRun(
+        input_file=input_file,
+        output_file=output_file,
+        init_checkpoint=prefix,
+        layers=[int(x) for x in args.layers.split(",")],
+        max_seq_length=args.seq,
+        batch_size=args.batch,
+        jit_compile=False,
+        pad_to_max_seq_length=False,
+        **options,
+    )
+    tokenizer = FullTokenizer(args.vocab_file, do_lower_case=True)
+    start = time.perf_counter()
+    lines = extract_features(run, config, tokenizer, create_strategy("one_device"))
+    seconds = time.perf_counter() - start
+    written = sum(os.path.getsize(p) for p in glob.glob(os.path.join(out_dir, "*")))
+    shutil.rmtree(out_dir)
+    return {
+        "lines": lines,
+        "seconds": seconds,
+        "lines_per_s": lines / seconds,
+        "bytes_per_line": written / lines,
+    }
+
+
+def peers(args):
+    del args
+    return [harness.Peer(name, "json", options=options) for name, options in _PEERS.items()]
+
+
+def add_arguments(parser):
+    add = parser.add_argument
+    add_corpus_arguments(parser)
+    add("--config", choices=list(CONFIGS), default="base")
+    add("--lines", type=int, default=2000, help="Input lines (sentences of the corpus).")
+    add("--layers", default="-1,-2,-3,-4", help="--layers of every peer.")
+    add("--seq", type=int, default=128, help="--max_seq_length.")
+    add("--batch", type=int, default=32, help="--batch_size.")
+    add("--seed", type=int, default=1)
+    add("--work_dir", default=os.path.join(tempfile.gettempdir(), "extraction_formats_benchmark"))
+
+
+if __name__ == "__main__":
+    harness.main(__spec__.name)
