@@ -20,8 +20,13 @@ from absl import flags
 from fileio.errors import run_command
 from modeling.config import BertConfig
 from training.flag_rules import check_flags, default_stride, ner_window, squad_window
-from training.flags import define_precision_flag, quiet_tensorflow_logs, take_settings_of_run
-from training.settings import TASK_DEFAULTS, log_at_info, settings_from_flags
+from training.flags import define_precision_flag, quiet_tensorflow_logs
+from training.settings import (
+    TASK_DEFAULTS,
+    log_at_info,
+    settings_from_flags,
+    take_settings_of_run,
+)
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()

@@ -12,7 +12,6 @@ import sys
 from absl import flags, logging
 
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
-from fileio import reading
 from fileio.errors import UserError
 from modeling.config import BertConfig
 from training.flag_rules import check_flags, default_stride
@@ -68,38 +67,34 @@ def define_long_input_flags(with_stride=True):
         "long_inputs",
         "truncate",
         LONG_INPUTS,
-        "Inputs longer than --max_seq_length: truncate (the original), head_tail (keep the "
-        "first --head_tokens pieces and the last ones), windows (overlapping windows "
-        "--doc_stride apart, their predictions aggregated per example).",
+        "Inputs longer than --max_seq_length: truncate (the original), head_tail (the first "
+        "--head_tokens pieces and the last ones) or windows (--doc_stride apart, aggregated).",
     )
     flags.DEFINE_integer(
         "head_tokens",
         None,
-        "--long_inputs=head_tail: pieces kept from the head of a cut text (default: a quarter "
-        "of those kept, 127 of 510 at --max_seq_length=512); the rest come from its tail.",
+        "--long_inputs=head_tail: pieces kept from the head (default: a quarter of those kept).",
     )
     if with_stride:
         flags.DEFINE_integer(
-            "doc_stride",
-            None,
-            "--long_inputs=windows: pieces between window starts (default: half the window).",
-        )
+            "doc_stride", None, "--long_inputs=windows: pieces between window starts (default: "
+            "half the window).",
+        )  # fmt: skip
     flags.DEFINE_enum(
         "window_aggregation",
         "mean",
         WINDOW_AGGREGATIONS,
-        "--long_inputs=windows: an example's prediction from its windows': the mean of their "
-        "probabilities, the maximum per class, the softmax of their mean logits, or a vote.",
+        "--long_inputs=windows: an example's prediction from its windows' (mean probability, "
+        "per-class max, softmax of the mean logits, or a vote).",
     )
 
 
 def warn_unused_long_input_flags(flag_values):
     """Warns about --head_tokens / --window_aggregation given for another --long_inputs."""
     mode = flag_values.long_inputs
-    if mode != "head_tail":
-        warn_if_given(flag_values, ("head_tokens",), f"it applies to head_tail, not {mode}")
-    if mode != "windows":
-        warn_if_given(flag_values, ("window_aggregation",), f"it applies to windows, not {mode}")
+    for name, applies_to in (("head_tokens", "head_tail"), ("window_aggregation", "windows")):
+        if mode != applies_to:
+            warn_if_given(flag_values, (name,), f"it applies to {applies_to}, not {mode}")
 
 
 def define_precision_flag():
@@ -323,47 +318,6 @@ def flagfile_text(flag_values):
             continue
         lines += sorted(f.serialize() for f in module_flags if f.serialize())
     return "\n".join(lines) + "\n"
-
-
-def take_settings_of_run(flag_values, checkpoint, names):
-    """Sets each of `names` not given on the command line to the value the training run of
-    `checkpoint` used, as its `flags.txt` (beside its checkpoints) records it.
-
-    So that export_model.py exports with the run's --max_seq_length, --do_lower_case, ... by
-    default, rather than with defaults of its own that may differ.
-
-    Args:
-        flag_values: the parsed absl `FlagValues`.
-        checkpoint: a run's output_dir or a checkpoint prefix in it.
-        names: flags the run and this command share.
-
-    Returns:
-        dict name -> value taken from the run (empty without a flags.txt).
-    """
-    folder = checkpoint if reading.is_dir(checkpoint) else os.path.dirname(checkpoint)
-    path = os.path.join(folder, "flags.txt")
-    if not reading.is_file(path):
-        return {}
-    recorded = {}
-    with reading.open_for_reading(path) as f:
-        for line in f:
-            word = line.strip()
-            if not word.startswith("--"):
-                continue
-            name, has_value, text = word[2:].partition("=")
-            if has_value:
-                recorded[name] = text
-            elif name.startswith("no") and name[2:] in names:
-                recorded[name[2:]] = "false"
-            else:
-                recorded[name] = "true"
-    taken = {}
-    for name in names:
-        if name in recorded and not flag_values[name].present:
-            flag_values[name].value = flag_values[name].parser.parse(recorded[name])
-            taken[name] = flag_values[name].value
-            logging.info("--%s=%s from %s", name, taken[name], path)
-    return taken
 
 
 def train_config_from_flags(flag_values, **overrides):

@@ -8,8 +8,11 @@ export_model.py, `TASK_DEFAULTS` (read with `task_default`).
 """
 
 import dataclasses
+import os
 
 from absl import logging
+
+from fileio import reading
 
 # --precision: the Keras mixed-precision policies a run may use (`training.precision`).
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -135,3 +138,44 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name} must be at least 1, got {value}.")
+
+
+def take_settings_of_run(flag_values, checkpoint, names):
+    """Sets each of `names` not given on the command line to the value the training run of
+    `checkpoint` used, as its `flags.txt` (beside its checkpoints) records it.
+
+    So that export_model.py exports with the run's --max_seq_length, --do_lower_case, ... by
+    default, rather than with defaults of its own that may differ.
+
+    Args:
+        flag_values: the parsed absl `FlagValues`.
+        checkpoint: a run's output_dir or a checkpoint prefix in it.
+        names: flags the run and this command share.
+
+    Returns:
+        dict name -> value taken from the run (empty without a flags.txt).
+    """
+    folder = checkpoint if reading.is_dir(checkpoint) else os.path.dirname(checkpoint)
+    path = os.path.join(folder, "flags.txt")
+    if not reading.is_file(path):
+        return {}
+    recorded = {}
+    with reading.open_for_reading(path) as f:
+        for line in f:
+            word = line.strip()
+            if not word.startswith("--"):
+                continue
+            name, has_value, text = word[2:].partition("=")
+            if has_value:
+                recorded[name] = text
+            elif name.startswith("no") and name[2:] in names:
+                recorded[name[2:]] = "false"
+            else:
+                recorded[name] = "true"
+    taken = {}
+    for name in names:
+        if name in recorded and not flag_values[name].present:
+            flag_values[name].value = flag_values[name].parser.parse(recorded[name])
+            taken[name] = flag_values[name].value
+            logging.info("--%s=%s from %s", name, taken[name], path)
+    return taken
