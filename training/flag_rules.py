@@ -224,7 +224,8 @@ def _check_sequence_length(values):
             "--max_seq_length=2 holds [CLS] and [SEP] only: no piece of any text reaches the "
             "model (and sentence pairs cannot be packed); pass at least 3 (128 is usual)."
         )
-    if "doc_stride" in values and "max_query_length" not in values or task == "ner":
+    # run_classifier's windows and export_model's NER and classifier windows: S - 2 pieces.
+    if "doc_stride" in values and "max_query_length" not in values or task in ("ner", "classifier"):
         yield from _check_ner_window(values, length)
 
 
