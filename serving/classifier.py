@@ -20,6 +20,7 @@ a client that windows itself aggregates the records of an example itself.
 
 import tensorflow as tf
 
+from data.glue.long_inputs import LONG_INPUTS, WINDOW_AGGREGATIONS
 from data.glue.records import classifier_feature_spec
 from data.tokenization.preprocessor import BertPreprocessor
 from serving.long_inputs import aggregate_windows, head_tail_inputs, window_inputs
@@ -47,7 +48,8 @@ class ClassifierExport(tf.Module):
         window_aggregation: windows: "mean", "max", "mean_logits" or "vote".
 
     Raises:
-        ValueError: windows at a `max_seq_length` without room for a window.
+        ValueError: an unknown `long_inputs` or `window_aggregation`, or windows at a
+            `max_seq_length` without room for a window.
     """
 
     def __init__(
@@ -66,6 +68,11 @@ class ClassifierExport(tf.Module):
         window_aggregation="mean",
     ):
         super().__init__(name="text_classifier")
+        if long_inputs not in LONG_INPUTS or window_aggregation not in WINDOW_AGGREGATIONS:
+            raise ValueError(
+                f"Unknown long_inputs={long_inputs!r} or window_aggregation="
+                f"{window_aggregation!r}: use one of {LONG_INPUTS} and of {WINDOW_AGGREGATIONS}."
+            )
         smallest = 5 if has_text_b else 3
         if long_inputs == "windows" and max_seq_length < smallest:
             raise ValueError(
