@@ -241,7 +241,7 @@ def test_long_input_exports_answer_as_the_python_features(tiny_runs):
 @pytest.mark.parametrize("how", ["mean", "max", "mean_logits", "vote"])
 @pytest.mark.parametrize("is_regression", [False, True])
 def test_every_aggregation_in_the_graph(how, is_regression):
-    """The export's aggregation op on windows of 1 to 5 per example, ties included."""
+    """The export's aggregation op on 1 to 5 windows per example, a tied vote included."""
     sys.path.insert(0, REPO)
     import tensorflow as tf
 
@@ -249,17 +249,19 @@ def test_every_aggregation_in_the_graph(how, is_regression):
 
     owners = np.repeat(np.arange(6), [1, 2, 3, 5, 2, 4])
     logits = np.random.default_rng(1).normal(0, 3, (len(owners), 1 if is_regression else 3))
-    logits[1:3] = [1.0, 2.0, 0.0][: logits.shape[1]]  # example 1: two windows of equal logits
+    # Example 1: a tied vote (one window each for classes 0 and 1), the mean probability decides.
+    logits[1:3] = np.array([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0]])[:, : logits.shape[1]]
     logits = logits.astype(np.float32)
     got = aggregate_windows(tf.constant(logits), tf.constant(owners), 6, how, is_regression)
     expected = _aggregate(logits, owners, how, is_regression)
     np.testing.assert_allclose(got.numpy(), expected, atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("pairs", [False, True])
 @pytest.mark.parametrize("doc_stride", [None, 1, 5, 40])
-def test_single_text_windows_are_window_pieces(tiny_runs, doc_stride):
-    """Windows of single texts (a single-sentence task, and pairs whose text_b is empty) as
-    run_classifier's features: every window, in order, packed the same."""
+def test_windows_are_window_pieces(tiny_runs, doc_stride, pairs):
+    """The export's windows as run_classifier's features, for single texts (and pairs whose
+    text_b is empty) and pairs: every window, in order, packed the same."""
     from data.glue.long_inputs import window_pieces
     from data.tokenization.fast_tokenizer import FastFullTokenizer
     from data.tokenization.full_tokenizer import FullTokenizer
@@ -269,15 +271,48 @@ def test_single_text_windows_are_window_pieces(tiny_runs, doc_stride):
     tf = tiny_runs["tf"]
     vocab = str(tiny_runs["root"] / "vocab.txt")
     full, fast = FullTokenizer(vocab, True), FastFullTokenizer(vocab, do_lower_case=True)
-    texts = [a for a, _ in _PAIRS]
+    text_a, text_b = [a for a, _ in _PAIRS], [b for _, b in _PAIRS]
+    ids_b = fast.tokenize(tf.constant(text_b)) if pairs else None
     cls, sep = full.vocab["[CLS]"], full.vocab["[SEP]"]
-    inputs, rows = window_inputs(fast.tokenize(tf.constant(texts)), None, _S, doc_stride, cls, sep)
+    inputs, rows = window_inputs(
+        fast.tokenize(tf.constant(text_a)), ids_b, _S, doc_stride, cls, sep
+    )
     expected, owners = [], []
-    for index, text in enumerate(texts):
-        for piece_a, _ in window_pieces(full.tokenize(text), None, _S, doc_stride):
-            packed = pack_tokens(list(piece_a), None, _S, full.convert_tokens_to_ids)
+    for index, (a, b) in enumerate(_PAIRS):
+        tokens_b = full.tokenize(b) if pairs else None
+        for piece_a, piece_b in window_pieces(full.tokenize(a), tokens_b, _S, doc_stride):
+            packed = pack_tokens(
+                list(piece_a), piece_b and list(piece_b), _S, full.convert_tokens_to_ids
+            )
             expected.append((packed.input_ids, packed.input_mask, packed.segment_ids))
             owners.append(index)
     got = zip(*(inputs[k].numpy().tolist() for k in _INPUT_KEYS), strict=True)
     assert list(got) == expected
     assert rows.numpy().tolist() == owners
+
+
+@pytest.mark.parametrize("pairs", [False, True])
+@pytest.mark.parametrize("head_tokens", [None, 0, 3, 100])
+def test_head_tail_inputs_are_the_python_features(tiny_runs, head_tokens, pairs):
+    """The export's head_tail inputs as run_classifier's features (convert_long_examples)."""
+    from data.glue.long_inputs import convert_long_examples
+    from data.glue.processor_base import InputExample
+    from data.tokenization.fast_tokenizer import FastFullTokenizer
+    from data.tokenization.full_tokenizer import FullTokenizer
+    from serving.long_inputs import head_tail_inputs
+
+    tf = tiny_runs["tf"]
+    vocab = str(tiny_runs["root"] / "vocab.txt")
+    full, fast = FullTokenizer(vocab, True), FastFullTokenizer(vocab, do_lower_case=True)
+    examples = [
+        InputExample(str(i), a, b if pairs else None, "0") for i, (a, b) in enumerate(_PAIRS)
+    ]
+    features, _ = convert_long_examples(
+        examples, ["0", "1"], _S, full, long_inputs="head_tail", head_tokens=head_tokens
+    )
+    ids_b = fast.tokenize(tf.constant([b for _, b in _PAIRS])) if pairs else None
+    cls, sep = full.vocab["[CLS]"], full.vocab["[SEP]"]
+    ids_a = fast.tokenize(tf.constant([a for a, _ in _PAIRS]))
+    inputs = head_tail_inputs(ids_a, ids_b, _S, head_tokens, cls, sep)
+    for key in _INPUT_KEYS:
+        assert inputs[key].numpy().tolist() == [getattr(f, key) for f in features], key
