@@ -20,7 +20,13 @@ from absl import flags
 from fileio.errors import run_command
 from modeling.config import BertConfig
 from training.flag_rules import check_flags, default_stride, ner_window, squad_window
-from training.flags import define_precision_flag, quiet_tensorflow_logs
+from training.flags import (
+    define_long_input_flags,
+    define_precision_flag,
+    quiet_tensorflow_logs,
+    warn_if_given,
+    warn_unused_long_input_flags,
+)
 from training.settings import (
     TASK_DEFAULTS,
     log_at_info,
@@ -65,8 +71,10 @@ flags.DEFINE_string(
 flags.DEFINE_integer(
     "doc_stride",
     None,
-    "--task=ner/squad: as for training (default: the run's, else the runner's: 64 / 128, or "
-    "half the window where that would leave consecutive windows no shared context).",
+    "--task=ner/squad, and --task=classifier with --long_inputs=windows: as for training "
+    "(default: the run's, else the runner's: 64 / 128, or half the window where that would "
+    "leave consecutive windows no shared context; for the classifier, half of each text's "
+    "room).",
 )
 flags.DEFINE_integer(
     "max_query_length", None, "--task=squad: as for training (default: the run's, else 64)."
@@ -86,6 +94,8 @@ flags.DEFINE_float(
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir.")
 define_precision_flag()
+# --task=classifier: long inputs cut as the run was trained (default: the run's flags.txt).
+define_long_input_flags(with_stride=False)
 flags.DEFINE_bool(
     "pad_to_max_seq_length",
     False,
@@ -104,12 +114,22 @@ _RUN_SETTINGS = (
     "n_best_size",
     "max_answer_length",
     "version_2_with_negative",
+    "long_inputs",
+    "head_tokens",
+    "window_aggregation",
 )
 
 
 def main(_):
     log_at_info(FLAGS)
     take_settings_of_run(FLAGS, FLAGS.checkpoint, _RUN_SETTINGS)
+    if FLAGS.task == "classifier":
+        warn_unused_long_input_flags(FLAGS)
+        if FLAGS.long_inputs != "windows":
+            warn_if_given(FLAGS, ("doc_stride",), "it applies to --long_inputs=windows")
+    else:
+        why = "it applies to --task=classifier"
+        warn_if_given(FLAGS, ("long_inputs", "head_tokens", "window_aggregation"), why)
     lower_case = FLAGS.do_lower_case
     if lower_case is None:
         lower_case = FLAGS.task != "ner"

@@ -56,6 +56,11 @@ class ExportRun:
     null_score_diff_threshold: float | None = None
     precision: str = "float32"
     pad_to_max_seq_length: bool = False
+    # --task=classifier: inputs longer than max_seq_length as the run read them
+    # (data.glue.long_inputs); doc_stride None there is half of each text's room.
+    long_inputs: str = "truncate"
+    head_tokens: int | None = None
+    window_aggregation: str = "mean"
 
     def __post_init__(self):
         for name, value in TASK_DEFAULTS.get(self.task, {}).items():
@@ -101,6 +106,10 @@ def _classifier(run, bert_config, weights):
         processor.is_regression,
         processor.has_text_b,
         run.pad_to_max_seq_length,
+        run.long_inputs,
+        run.head_tokens,
+        run.doc_stride,
+        run.window_aggregation,
     )
     return export, export.signatures()
 

@@ -1,8 +1,12 @@
 """The text-in classifier SavedModel: raw sentences (or pairs) in, the answer out.
 
-`serving_default` tokenizes in the graph (`BertPreprocessor`: ids identical to `FullTokenizer`,
-truncation and packing as run_classifier's `convert_single_example`), runs the fine-tuned model
-on the batch cut to its longest sequence and returns what run_classifier writes to test_results.tsv plus the label string:
+`serving_default` tokenizes in the graph (`BertPreprocessor`: ids identical to `FullTokenizer`),
+cuts a long input as the run was trained to (`long_inputs`, as run_classifier's --long_inputs:
+`truncate` as the original's `convert_single_example`, `head_tail` keeping the same number of
+pieces from each cut text's head and tail, or `windows`: every window of every text run at
+once and each text's answer aggregated from its windows', `serving.long_inputs`), runs the
+fine-tuned model on the batch cut to its longest sequence and returns what run_classifier
+writes to test_results.tsv plus the label string:
 
 * classification: `probabilities` float32 `[B, C]` (softmax of the logits) and `label` string
   `[B]` (the task's label of the most probable class);
@@ -10,13 +14,17 @@ on the batch cut to its longest sequence and returns what run_classifier writes 
 
 `serve_examples` takes serialized `tf.Example`s with run_classifier's record features
 (`input_ids`, `input_mask`, `segment_ids`; label features are ignored), for batch pipelines that
-tokenized already, and returns the same outputs.
+tokenized already, and returns the same outputs, one per record: a record is one window, so
+a client that windows itself aggregates the records of an example itself.
 """
 
 import tensorflow as tf
 
+from data.glue.long_inputs import LONG_INPUTS, WINDOW_AGGREGATIONS
 from data.glue.records import classifier_feature_spec
 from data.tokenization.preprocessor import BertPreprocessor
+from serving.long_inputs import aggregate_windows, head_tail_inputs, window_inputs
+from serving.windows import first_max
 
 _INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -34,6 +42,14 @@ class ClassifierExport(tf.Module):
         has_text_b: the task takes sentence pairs (`text_b` is a signature input).
         pad_to_max_seq_length: run every batch at `max_seq_length` (static shapes, e.g. for
             TPU serving) instead of at its longest sequence.
+        long_inputs: "truncate", "head_tail" or "windows", as for run_classifier.
+        head_tokens: head_tail: pieces kept from a cut text's head (None: a quarter).
+        doc_stride: windows: pieces between window starts (None: half of each text's room).
+        window_aggregation: windows: "mean", "max", "mean_logits" or "vote".
+
+    Raises:
+        ValueError: an unknown `long_inputs` or `window_aggregation`, or windows at a
+            `max_seq_length` without room for a window.
     """
 
     def __init__(
@@ -46,8 +62,23 @@ class ClassifierExport(tf.Module):
         is_regression,
         has_text_b,
         pad_to_max_seq_length=False,
+        long_inputs="truncate",
+        head_tokens=None,
+        doc_stride=None,
+        window_aggregation="mean",
     ):
         super().__init__(name="text_classifier")
+        if long_inputs not in LONG_INPUTS or window_aggregation not in WINDOW_AGGREGATIONS:
+            raise ValueError(
+                f"Unknown long_inputs={long_inputs!r} or window_aggregation="
+                f"{window_aggregation!r}: use one of {LONG_INPUTS} and of {WINDOW_AGGREGATIONS}."
+            )
+        smallest = 5 if has_text_b else 3
+        if long_inputs == "windows" and max_seq_length < smallest:
+            raise ValueError(
+                f"long_inputs=windows at max_seq_length={max_seq_length} leaves no room for a "
+                f"window of the text: pass at least {smallest}."
+            )
         self.model = model
         self.preprocessor = BertPreprocessor(vocab_file, do_lower_case, max_seq_length)
         self.vocab_file = tf.saved_model.Asset(vocab_file)
@@ -57,20 +88,56 @@ class ClassifierExport(tf.Module):
         self.has_text_b = has_text_b
         self.pad_to_max_seq_length = pad_to_max_seq_length
         self._labels = tf.constant(list(labels) or [""])
+        self.long_inputs = long_inputs
+        self.head_tokens = head_tokens
+        self.doc_stride = doc_stride
+        self.window_aggregation = window_aggregation
 
-    def _answer(self, features):
+    def _logits(self, features):
         inputs = {k: features[k] for k in _INPUT_KEYS}
         if not self.pad_to_max_seq_length:
             # The batch's longest sequence, not max_seq_length: outputs at real positions do
             # not depend on trailing padding (as run_classifier's cut batches).
             longest = tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1))
             inputs = {k: v[:, : tf.maximum(longest, 1)] for k, v in inputs.items()}
-        logits = self.model(inputs, training=False)
+        return self.model(inputs, training=False)
+
+    def _answer(self, features):
+        logits = self._logits(features)
         if self.is_regression:
             return {"score": logits[:, 0]}
         probabilities = tf.nn.softmax(logits, axis=-1)
         label = tf.gather(self._labels, tf.argmax(logits, axis=-1, output_type=tf.int32))
         return {"probabilities": probabilities, "label": label}
+
+    def _answer_text(self, text_a, text_b=None):
+        """The outputs for raw texts (string [B] each), long ones cut as `long_inputs` says."""
+        if self.long_inputs == "truncate":
+            return self._answer(self.preprocessor(text_a, text_b))
+        tokenizer = self.preprocessor.tokenizer
+        ids_a = tokenizer.tokenize(text_a)
+        ids_b = None if text_b is None else tokenizer.tokenize(text_b)
+        cls_id, sep_id = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
+        if self.long_inputs == "head_tail":
+            features = head_tail_inputs(
+                ids_a, ids_b, self.max_seq_length, self.head_tokens, cls_id, sep_id
+            )
+            return self._answer(features)
+        # Every window of the batch in one model call; each text's answer from its windows.
+        features, rows = window_inputs(
+            ids_a, ids_b, self.max_seq_length, self.doc_stride, cls_id, sep_id
+        )
+        aggregated = aggregate_windows(
+            self._logits(features),
+            rows,
+            tf.shape(text_a, out_type=tf.int64)[0],
+            self.window_aggregation,
+            self.is_regression,
+        )
+        if self.is_regression:
+            return {"score": aggregated}
+        label = tf.gather(self._labels, tf.cast(first_max(aggregated), tf.int32))
+        return {"probabilities": aggregated, "label": label}
 
     def signatures(self):
         """`{"serving_default": ..., "serve_examples": ...}` concrete functions."""
@@ -79,13 +146,13 @@ class ClassifierExport(tf.Module):
 
             @tf.function(input_signature=[text, text])
             def serve_text(text_a, text_b):
-                return self._answer(self.preprocessor(text_a, text_b))
+                return self._answer_text(text_a, text_b)
 
         else:
 
             @tf.function(input_signature=[text])
             def serve_text(text_a):
-                return self._answer(self.preprocessor(text_a))
+                return self._answer_text(text_a)
 
         spec = classifier_feature_spec(self.max_seq_length)
         spec = {k: spec[k] for k in _INPUT_KEYS}

@@ -224,7 +224,9 @@ def _check_sequence_length(values):
             "--max_seq_length=2 holds [CLS] and [SEP] only: no piece of any text reaches the "
             "model (and sentence pairs cannot be packed); pass at least 3 (128 is usual)."
         )
-    if "doc_stride" in values and "max_query_length" not in values or task == "ner":
+    # run_classifier's windows and export_model's NER and windowed classifier: S - 2 pieces.
+    windowed = task == "ner" or (task == "classifier" and values.get("long_inputs") == "windows")
+    if "doc_stride" in values and "max_query_length" not in values or windowed:
         yield from _check_ner_window(values, length)
 
 

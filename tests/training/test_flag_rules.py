@@ -119,13 +119,20 @@ def test_a_setting_the_original_ran_runs_with_one_warning(values, warning, caplo
         {"do_train": False, "num_train_epochs": 0.0, "num_train_steps": 0},
         {"do_eval": False, "max_eval_steps": 0},
         {"do_train": False, "learning_rate": -1.0, "num_warmup_steps": -5},
-        # Unset (None) flags are not checked; export_model's classifier ignores doc_stride.
+        # Unset (None) flags are not checked; export_model's classifier reads doc_stride only
+        # with --long_inputs=windows.
         {"max_seq_length": None, "doc_stride": None, "num_gpus": None},
         {**_SQUAD, "max_seq_length": 16, "doc_stride": 200, "task": "classifier"},
     ],
 )
 def test_settings_that_work_pass_without_a_warning(values):
     assert check_flags(values) == []
+
+
+def test_a_windowed_classifier_export_checks_its_stride():
+    values = {**_SQUAD, "max_seq_length": 16, "doc_stride": 200, "task": "classifier"}
+    warnings = check_flags({**values, "long_inputs": "windows"})
+    assert "--doc_stride=200 is not smaller than the window it strides (14" in warnings[0]
 
 
 def test_overrides_are_checked_in_place_of_the_flags():
