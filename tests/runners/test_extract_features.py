@@ -751,7 +751,7 @@ def test_a_failed_run_writes_nothing(extracted, tmp_path, monkeypatch):
             ["--pooling=first_last_mean", "--layers=-1,-2"],
             "--pooling=first_last_mean reads the first and last encoder layers",
         ),
-        (["--doc_stride=20", "--max_seq_length=16"], "--doc_stride=20 must be smaller than"),
+        (["--doc_stride=0", "--max_seq_length=16"], "--doc_stride=0 must be at least 1"),
     ],
 )
 def test_output_flags_that_cannot_work_are_refused_first(original_gelu, tmp_path, extra, message):
