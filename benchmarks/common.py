@@ -31,6 +31,25 @@ def bert_config(name):
     return BertConfig(vocab_size=VOCAB, type_vocab_size=2, **CONFIGS[name])
 
 
+def random_encoder_checkpoint(work_dir, name, config, seed):
+    """A random `BertModel` of `config` saved once as a TF1 checkpoint under `work_dir`
+    (`encoder_<name>/model.ckpt`); returns its prefix. Speed does not depend on the weights."""
+    import os
+
+    import keras
+
+    from modeling import tf1_checkpoint
+    from modeling.bert_model import BertModel
+
+    prefix = os.path.join(work_dir, f"encoder_{name}", "model.ckpt")
+    if not os.path.exists(prefix + ".index"):
+        keras.utils.set_random_seed(seed)
+        model = BertModel(config)
+        arrays = tf1_checkpoint.variables_to_arrays(tf1_checkpoint.build_variable_map(model))
+        tf1_checkpoint.save_tf1_checkpoint(arrays, prefix)
+    return prefix
+
+
 def timed_train_config(**fields):
     """A `TrainConfig` for timed runs: the original optimizer, float32, no XLA, full-length
     batches, no checkpoint before the end and one progress line per compiled call (the marks

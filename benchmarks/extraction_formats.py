@@ -27,7 +27,7 @@ import tempfile
 import time
 
 from benchmarks import harness
-from benchmarks.common import CONFIGS, bert_config
+from benchmarks.common import CONFIGS, bert_config, random_encoder_checkpoint
 from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
 from fileio.atomic import open_atomically
 
@@ -63,22 +63,6 @@ def _input_file(args):
     return path
 
 
-def _checkpoint(args, config):
-    """A random encoder of `--config` as a TF1 checkpoint, saved once."""
-    import keras
-
-    from modeling import tf1_checkpoint
-    from modeling.bert_model import BertModel
-
-    prefix = os.path.join(args.work_dir, f"encoder_{args.config}", "model.ckpt")
-    if not os.path.exists(prefix + ".index"):
-        keras.utils.set_random_seed(args.seed)
-        model = BertModel(config)
-        arrays = tf1_checkpoint.variables_to_arrays(tf1_checkpoint.build_variable_map(model))
-        tf1_checkpoint.save_tf1_checkpoint(arrays, prefix)
-    return prefix
-
-
 def measure(args, peer):
     from data.tokenization.full_tokenizer import FullTokenizer
     from jobs.extraction_run import ExtractionRun, extract_features
@@ -87,7 +71,7 @@ def measure(args, peer):
     check_corpus_arguments(args)
     input_file = _input_file(args)
     config = bert_config(args.config)
-    prefix = _checkpoint(args, config)
+    prefix = random_encoder_checkpoint(args.work_dir, args.config, config, args.seed)
     options = dict(peer.options)
     out_dir = tempfile.mkdtemp(prefix="extraction_formats_", dir=args.work_dir)
     output_file = os.path.join(out_dir, "out" + options.pop("suffix"))

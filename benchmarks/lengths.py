@@ -35,7 +35,13 @@ import tempfile
 import time
 
 from benchmarks import harness
-from benchmarks.common import CONFIGS, bert_config, timed_train, timed_train_config
+from benchmarks.common import (
+    CONFIGS,
+    bert_config,
+    random_encoder_checkpoint,
+    timed_train,
+    timed_train_config,
+)
 from fileio.atomic import atomic_output, open_atomically
 
 PADDINGS = ("pad", "cut", "unpacked", "group", "micro")
@@ -179,19 +185,10 @@ def run_predict(args, config, padding):
 
 
 def run_extract(args, config, padding):
-    import keras
-
     from jobs.extraction_run import ExtractionRun, extract_features
-    from modeling import tf1_checkpoint
-    from modeling.bert_model import BertModel
     from training.strategy import create_strategy
 
-    prefix = os.path.join(args.work_dir, f"encoder_{args.config}", "model.ckpt")
-    if not os.path.exists(prefix + ".index"):
-        keras.utils.set_random_seed(args.seed)
-        model = BertModel(config)
-        arrays = tf1_checkpoint.variables_to_arrays(tf1_checkpoint.build_variable_map(model))
-        tf1_checkpoint.save_tf1_checkpoint(arrays, prefix)
+    prefix = random_encoder_checkpoint(args.work_dir, args.config, config, args.seed)
     run = ExtractionRun(
         input_file=_paths(args)[1],
         output_file=os.path.join(tempfile.mkdtemp(prefix="lengths_benchmark_"), "out.jsonl"),

@@ -25,7 +25,6 @@ import csv
 import dataclasses
 import os
 import random
-import sys
 import tempfile
 import time
 import zipfile
@@ -113,7 +112,6 @@ def _processor():
 
 
 def measure(args, peer):
-    sys.path.insert(0, harness.REPO)
     from benchmarks.precision import minilm
 
     os.makedirs(args.work_dir, exist_ok=True)

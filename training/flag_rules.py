@@ -72,17 +72,17 @@ _VALUE_RULES = (
 # (flag, test, what a value failing `test` does, what is usually meant, phase): values the
 # original ran, which run here the same way after one warning.
 _ORIGINAL_RAN = (
-    ("num_warmup_steps", lambda v: v >= 0, "no step warms up", "0 for no warmup", "do_train"),
+    ("num_warmup_steps", _AT_LEAST_0[1], "no step warms up", "0 for no warmup", "do_train"),
     (
         "learning_rate",
-        lambda v: v >= 0,
+        _AT_LEAST_0[1],
         "the updates climb the loss instead of descending it",
         "a positive rate such as 5e-5",
         "do_train",
     ),
     (
         "warmup_proportion",
-        lambda v: 0.0 <= v <= 1.0,
+        _PROBABILITY[1],
         "warmup lasts int(steps * proportion) steps, none when that is negative, the whole run "
         "when it is above the step count",
         "a share within [0, 1] such as 0.1",
@@ -90,7 +90,7 @@ _ORIGINAL_RAN = (
     ),
     (
         "masked_lm_prob",
-        lambda v: 0.0 <= v <= 1.0,
+        _PROBABILITY[1],
         "each sequence masks round(length * prob) pieces, at least 1 and at most "
         "--max_predictions_per_seq",
         "a share within [0, 1] such as 0.15",
@@ -98,42 +98,42 @@ _ORIGINAL_RAN = (
     ),
     (
         "short_seq_prob",
-        lambda v: 0.0 <= v <= 1.0,
+        _PROBABILITY[1],
         "it acts as 0 below 0 and as 1 above 1",
         "a probability such as 0.1",
         None,
     ),
     (
         "dupe_factor",
-        lambda v: v >= 1,
+        _AT_LEAST_1[1],
         "no pass is made over the input and no instance is written",
         "the number of passes, e.g. 10",
         None,
     ),
     (
         "max_predictions_per_seq",
-        lambda v: v >= 1,
+        _AT_LEAST_1[1],
         "no piece is masked and the masked LM learns nothing",
         "about max_seq_length * masked_lm_prob (20 for 128)",
         None,
     ),
     (
         "n_best_size",
-        lambda v: v >= 1,
+        _AT_LEAST_1[1],
         "no span is a candidate and every answer is the original's placeholder 'empty'",
         "the size of the n-best list, e.g. 20",
         None,
     ),
     (
         "max_answer_length",
-        lambda v: v >= 1,
+        _AT_LEAST_1[1],
         "no span is short enough and every answer is the original's placeholder 'empty'",
         "the longest answer in pieces, e.g. 30",
         None,
     ),
     (
         "max_query_length",
-        lambda v: v >= 1,
+        _AT_LEAST_1[1],
         "the question is dropped and the model reads the document alone",
         "the question pieces to keep, e.g. 64",
         None,

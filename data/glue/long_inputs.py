@@ -14,7 +14,13 @@ metric and output file is per example.
 
 import numpy as np
 
-from data.glue.features import NUM_LOGGED, ClassifierFeatures, label_id_of, log_example
+from data.glue.features import (
+    NUM_LOGGED,
+    ClassifierFeatures,
+    convert_single_example,
+    label_id_of,
+    log_example,
+)
 from data.glue.processor_base import PaddingInputExample
 from data.tokenization.packing import pack_tokens
 from data.windows import sliding_windows
@@ -109,8 +115,9 @@ def convert_long_examples(
     features, owners = [], []
     for index, example in enumerate(examples):
         if isinstance(example, PaddingInputExample):
-            zeros = [0] * max_seq_length
-            features.append(ClassifierFeatures(list(zeros), list(zeros), list(zeros), 0, False))
+            features.append(
+                convert_single_example(index, example, label_list, max_seq_length, None)
+            )
             owners.append(index)
             continue
         label_id = label_id_of(example, label_list, is_regression)

@@ -128,10 +128,9 @@ def test_the_original_tpu_flags_are_accepted_and_said_to_be_ignored(extracted):
     assert "--master" not in extracted["log"]  # not given, not mentioned
 
 
-def test_full_length_batches_give_the_same_lines(extracted):
-    """--pad_to_max_seq_length (every batch at the full length, in input order) against the
-    default (lines sorted by length, batches cut to their longest): the same JSON, values
-    equal to the 6 decimals written except where float rounding flips the last one."""
+def _extract_command(extracted, *extra):
+    """extract_features.py on the module's input, vocabulary and checkpoint at length 16 with
+    `extra` flags; returns the finished process (exit status 0 checked)."""
     work = extracted["work"]
     cmd = [
         sys.executable,
@@ -141,13 +140,25 @@ def test_full_length_batches_give_the_same_lines(extracted):
         f"--bert_config_file={extracted['config']}",
         f"--init_checkpoint={extracted['ckpt']}",
         "--max_seq_length=16",
+        *extra,
+    ]
+    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_full_length_batches_give_the_same_lines(extracted):
+    """--pad_to_max_seq_length (every batch at the full length, in input order) against the
+    default (lines sorted by length, batches cut to their longest): the same JSON, values
+    equal to the 6 decimals written except where float rounding flips the last one."""
+    work = extracted["work"]
+    _extract_command(
+        extracted,
         "--layers=-1,0,-2",
         f"--output_file={work / 'full.jsonl'}",
         "--batch_size=3",
         "--pad_to_max_seq_length",
-    ]
-    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
+    )
     full = (work / "full.jsonl").read_text(encoding="utf-8").splitlines()
     diffs = _value_differences(extracted["lines"], full)
     assert diffs.max() <= 1.01e-6  # one unit of the last decimal at most
@@ -775,22 +786,13 @@ def test_output_flags_that_cannot_work_are_refused_first(original_gelu, tmp_path
 def test_first_last_mean_from_the_command_line(extracted, tmp_path):
     """The runner's first_last_mean: layers 0 and -1 averaged, then the tokens, whatever the
     default --layers (-1..-4 do not all exist in this 3-layer model)."""
-    work = extracted["work"]
-    cmd = [
-        sys.executable,
-        os.path.join(REPO, "extract_features.py"),
-        f"--input_file={work / 'input.txt'}",
-        f"--vocab_file={work / 'vocab.txt'}",
-        f"--bert_config_file={extracted['config']}",
-        f"--init_checkpoint={extracted['ckpt']}",
-        "--max_seq_length=16",
+    result = _extract_command(
+        extracted,
         f"--output_file={tmp_path / 'flm.npy'}",
         "--pooling=first_last_mean",
         "--output_format=npy",
         "--output_dtype=float16",
-    ]
-    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
+    )
     assert "extract: 7/7 lines" in result.stderr
     vectors = np.load(tmp_path / "flm.npy")
     assert vectors.dtype == np.float16
