@@ -133,7 +133,11 @@ def test_static_shape_steps_compile_with_xla(tmp_path):
     train_step, eval_step, predict_step = _compiled_steps(trainer)
     # Compiled against op by op, from the same weights, float16 rounding apart. Measured:
     # logits 1.8e-4, loss numerators and the step's loss 2e-6 relative, weights after the
-    # update 4.7e-5 (Adam's first step moves each weight by up to the learning rate, 1e-3).
+    # update 4.7e-5 typically. Adam's first step moves a weight by lr * g / (|g| + eps) with
+    # lr = 1e-3: where a gradient is near eps, float16 rounding of g moves that one weight by
+    # a good part of lr (5.8e-4 seen in one element of 1024 in full-suite runs), so single
+    # weights are held to lr and the whole update to its mean. A wrong step (skipped, other
+    # sign, unscaled) moves most weights by lr or more.
     logits = task.forward(batch, training=False)["mlm_logits"]
     np.testing.assert_allclose(predict_step(batch), logits, atol=2e-3)
     numerators, _ = eval_step(batch)
@@ -145,7 +149,8 @@ def test_static_shape_steps_compile_with_xla(tmp_path):
     after = [v.numpy() for v in trainer.model.trainable_variables]
     assert any(np.abs(a - b).max() > 1e-4 for a, b in zip(after, before, strict=True))
     for compiled, eager in zip(after, reference.model.trainable_variables, strict=True):
-        np.testing.assert_allclose(compiled, eager.numpy(), atol=5e-4)
+        np.testing.assert_allclose(compiled, eager.numpy(), atol=1e-3)
+        assert np.abs(compiled - eager.numpy()).mean() < 5e-5
     # The compiled graphs are XLA clusters, not a fallback to the op-by-op runtime.
     for fn in (train_step, eval_step, predict_step):
         assert fn.experimental_get_compiler_ir(batch)(stage="hlo")
