@@ -1,0 +1,44 @@
+"""The official dev metric of each fine-tuning task: the `eval_results.txt` key that ranks runs.
+
+One home for the choice, read by the runners' periodic evaluation (`--eval_every_steps`, which
+keeps the best checkpoint by it) and by run_sweep.py (which ranks trials by it):
+
+| Runner | Task | Key | Scale |
+|---|---|---|---|
+| run_classifier | CoLA | `eval_mcc` (Matthews correlation) | -1 .. 1 |
+| run_classifier | MRPC, QQP | `eval_f1` (F1 of class 1) | 0 .. 1 |
+| run_classifier | STS-B | `eval_spearman` | -1 .. 1 |
+| run_classifier | the other GLUE tasks, XNLI | `eval_accuracy` | 0 .. 1 |
+| run_squad | SQuAD 1.1 and 2.0 | `f1` (the official script's F1) | 0 .. 100 |
+| run_ner | CoNLL-format NER | `eval_f1` (conlleval's entity F1) | 0 .. 1 |
+
+Every metric here is better when higher. TensorFlow-free.
+"""
+
+from data.glue.processors import canonical_task_name
+
+RUNNERS = ("classifier", "squad", "ner")
+
+_GLUE = {"cola": "eval_mcc", "mrpc": "eval_f1", "qqp": "eval_f1", "stsb": "eval_spearman"}
+
+
+def official_metric(runner, task_name=None):
+    """The `eval_results.txt` key of the official dev metric of `runner` (one of `RUNNERS`).
+
+    Args:
+        runner: "classifier", "squad" or "ner".
+        task_name: the classifier's --task_name (any spelling the processors accept).
+
+    Raises:
+        ValueError: an unknown runner, or a classifier task that is not known.
+    """
+    if runner == "squad":
+        return "f1"
+    if runner == "ner":
+        return "eval_f1"
+    if runner != "classifier":
+        raise ValueError(f"No dev metric for runner {runner!r}; expected one of {RUNNERS}.")
+    key = canonical_task_name(task_name) if task_name else None
+    if key is None:
+        raise ValueError(f"No dev metric for unknown task {task_name!r}.")
+    return _GLUE.get(key, "eval_accuracy")
