@@ -15,6 +15,9 @@ keeps the best checkpoint by it) and by run_sweep.py (which ranks trials by it):
 Every metric here is better when higher. TensorFlow-free.
 """
 
+import json
+import os
+
 from data.glue.processors import canonical_task_name
 
 RUNNERS = ("classifier", "squad", "ner")
@@ -42,3 +45,39 @@ def official_metric(runner, task_name=None):
     if key is None:
         raise ValueError(f"No dev metric for unknown task {task_name!r}.")
     return _GLUE.get(key, "eval_accuracy")
+
+
+def read_eval_results(output_dir, filename="eval_results.txt"):
+    """The `key = value` lines of a run's eval_results.txt as {key: float or str}; {} if absent."""
+    results = {}
+    try:
+        with open(os.path.join(output_dir, filename), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return results
+    for line in lines:
+        key, sep, value = line.partition(" = ")
+        if sep:
+            try:
+                results[key.strip()] = float(value)
+            except ValueError:
+                results[key.strip()] = value.strip()
+    return results
+
+
+def read_eval_history(output_dir):
+    """The dev evaluations of a run, from its eval_history.jsonl; a partial last line (a process
+    stopped while writing it) is ignored, and a step evaluated twice keeps its last line."""
+    try:
+        with open(os.path.join(output_dir, "eval_history.jsonl"), encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return []
+    by_step = {}
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        by_step[entry["step"]] = entry
+    return [by_step[s] for s in sorted(by_step)]

@@ -1,0 +1,227 @@
+"""A sweep: a grid of settings times random restarts of one fine-tuning runner, best on dev.
+
+run_sweep.py fills `training.sweep.settings.SweepSettings` from its flags and calls `run_sweep`. Trials are the
+runner's own processes (`training.sweep.trial_process`), one per device at a time; the
+bookkeeping is an Optuna study (`training.sweep.study`), so the same command again resumes the
+sweep and several processes, on one machine or many, share one sweep. The report at the end
+(`training.sweep.report`, `plots`) is written by every process that ends, from the study, so
+the last one to end writes the whole sweep's.
+"""
+
+import os
+import signal
+import threading
+import time
+
+from absl import logging
+
+from fileio.errors import UserError
+from training.sweep import grid as sweep_grid
+from training.sweep import plots, report, results
+from training.sweep import study as sweep_study
+from training.sweep.trial_process import TrialProcess
+
+
+def plan(settings, runner_argv, project_root):
+    """Checks the command line and returns (command, grid flags, the wanted trials).
+
+    Raises:
+        UserError: anything that would stop a trial from running, before any trial starts.
+    """
+    command = sweep_grid.parse_runner_command(runner_argv, project_root)
+    grid = sweep_grid.parse_grid(settings.grid)
+    if settings.vary not in sweep_grid.SEED_FLAGS:
+        raise UserError(f"--vary={settings.vary}: use one of {', '.join(sweep_grid.SEED_FLAGS)}.")
+    known = sweep_grid.runner_flags(command, settings.python)
+    sweep_grid.check_grid(grid, command, settings.restarts, settings.vary, known)
+    if settings.prune and not command.gives("eval_every_steps"):
+        raise UserError(
+            "--prune compares trials by their dev scores during training: add "
+            "--eval_every_steps=N (e.g. a tenth of the training steps) to the runner's command."
+        )
+    seed_flag, seeds = sweep_grid.restart_seeds(command, settings.vary, settings.restarts, known)
+    wanted = [
+        {
+            "key": sweep_grid.trial_name(setting, restart),
+            "settings": setting,
+            "restart": restart,
+            "seed": {seed_flag: seeds[restart]},
+        }
+        for setting in sweep_grid.grid_settings(grid)
+        for restart in range(settings.restarts)
+    ]
+    return command, list(grid), wanted
+
+
+def _devices(text):
+    devices = [d.strip() for d in text.split(",") if d.strip()] if text else []
+    return devices or [None]
+
+
+class _Progress:
+    """`trial 3/8 ended: ... (complete 2, pruned 1, failed 0); 41 s a trial, about 3 min left`."""
+
+    def __init__(self, total, done, workers):
+        self.total, self.done, self.workers = total, done, workers
+        self.counts = {"complete": 0, "pruned": 0, "failed": 0}
+        self.walls, self.lock = [], threading.Lock()
+
+    def ended(self, key, outcome):
+        with self.lock:
+            self.done += 1
+            self.counts[outcome.status] = self.counts.get(outcome.status, 0) + 1
+            self.walls.append(outcome.wall_s)
+            per_trial = sum(self.walls) / len(self.walls)
+            left = max(self.total - self.done, 0) * per_trial / self.workers
+            score = "" if outcome.dev_metric is None else f" {outcome.dev_metric:.4f}"
+            detail = f": {outcome.error}" if outcome.error else ""
+            counts = ", ".join(f"{k} {v}" for k, v in self.counts.items())
+            logging.info(
+                "trial %d/%d %s %s%s%s (%s); %.0f s a trial, about %.1f min left",
+                min(self.done, self.total),
+                self.total,
+                key,
+                outcome.status,
+                score,
+                detail,
+                counts,
+                per_trial,
+                left / 60,
+            )
+
+
+def _trial_argv(settings, command, attrs, output_dir):
+    setting_flags = [f"--{k}={v}" for k, v in attrs["settings"].items()]
+    seed_flags = [f"--{k}={v}" for k, v in attrs["seed"].items()]
+    return [
+        settings.python,
+        command.script,
+        *command.args,
+        *setting_flags,
+        *seed_flags,
+        f"--output_dir={output_dir}",
+    ]
+
+
+def _finish(study, trial, outcome):
+    from optuna.trial import TrialState
+
+    trial.set_user_attr("wall_s", round(outcome.wall_s, 1))
+    if outcome.step is not None:
+        trial.set_user_attr("step", outcome.step)
+    if outcome.status == "complete":
+        study.tell(trial, outcome.dev_metric)
+    elif outcome.status == "pruned":
+        study.tell(trial, state=TrialState.PRUNED)
+    else:
+        if outcome.error:
+            # Marks a failure of the run itself: retried by the next run of the sweep only.
+            trial.set_user_attr("error", outcome.error)
+        study.tell(trial, state=TrialState.FAIL)
+
+
+def _worker(settings, study, command, device, lock_path, progress, stop_event):
+    while not stop_event.is_set():
+        trial = sweep_study.claim_next(study, lock_path)
+        if trial is None and sweep_study.recover_abandoned(study):
+            trial = sweep_study.claim_next(study, lock_path)
+        if trial is None:
+            return
+        attrs = trial.user_attrs
+        output_dir = os.path.join(settings.sweep_dir, "trials", attrs["key"])
+        argv = _trial_argv(settings, command, attrs, output_dir)
+        process = TrialProcess(argv, output_dir, command.metric, device, stop_event)
+        with sweep_study.heartbeat(study, trial):
+            outcome = process.run(trial)
+        _finish(study, trial, outcome)
+        if outcome.status != "interrupted":
+            progress.ended(attrs["key"], outcome)
+
+
+def write_report(study, sweep_dir, metric, wanted_keys):
+    """Writes sweep_results.json, summary.tsv, expected_max.tsv, the plots and best/; returns
+    (rows, best, the printed table)."""
+    rows = results.collect(study, sweep_dir, metric, wanted_keys)
+    best = results.best_trial(rows)
+    results.write_results(sweep_dir, metric, rows, best)
+    table_rows = report.summarize(rows)
+    report.write_summary_tsv(os.path.join(sweep_dir, "summary.tsv"), table_rows)
+    curves, spread = report.expected_max_curves(rows), report.expected_max_spread(rows)
+    report.write_expected_max_tsv(os.path.join(sweep_dir, "expected_max.tsv"), curves, spread)
+    plots.plot_expected_max(
+        os.path.join(sweep_dir, "expected_max.png"), curves, metric, spread=spread
+    )
+    plots.plot_scores(os.path.join(sweep_dir, "scores.png"), rows, metric)
+    results.copy_best(sweep_dir, best)
+    return rows, best, report.format_summary(table_rows, metric)
+
+
+def run_sweep(settings, runner_argv, project_root):
+    """Runs every trial of the sweep not yet finished, then writes the report.
+
+    Returns:
+        The sweep's trials as dicts (see `results.collect`) and the best one.
+    """
+    command, grid_flags, wanted = plan(settings, runner_argv, project_root)
+    os.makedirs(settings.sweep_dir, exist_ok=True)
+    storage = settings.storage or sweep_study.default_storage(settings.sweep_dir)
+    lock_path = (
+        os.path.join(settings.sweep_dir, ".claims.lock") if storage.startswith("sqlite") else None
+    )
+    study = sweep_study.open_study(
+        storage,
+        settings.study_name,
+        sweep_study.make_pruner(settings.prune, settings.pruner),
+        {"argv": [os.path.basename(command.script), *command.args], "grid_flags": grid_flags},
+    )
+    added = sweep_study.enqueue_missing(study, wanted)
+    sweep_study.recover_abandoned(study)
+    devices = _devices(settings.devices)
+    logging.info(
+        "Sweep of %d trials in %s (%d new), metric %s, %d at a time.",
+        len(wanted),
+        settings.sweep_dir,
+        added,
+        command.metric,
+        len(devices),
+    )
+    progress = _Progress(len(wanted), len(wanted) - added, len(devices))
+    stop_event = threading.Event()
+    previous = {
+        s: signal.signal(s, lambda *_: stop_event.set()) for s in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        threads = [
+            threading.Thread(
+                target=_worker,
+                args=(settings, study, command, d, lock_path, progress, stop_event),
+                daemon=True,
+            )
+            for d in devices
+        ]
+        for thread in threads:
+            thread.start()
+            time.sleep(0.1)
+        while any(t.is_alive() for t in threads):
+            for thread in threads:
+                thread.join(0.5)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    keys = [w["key"] for w in wanted]
+    rows, best, table = write_report(study, settings.sweep_dir, command.metric, keys)
+    print(table, flush=True)
+    if stop_event.is_set():
+        raise UserError(
+            f"The sweep in {settings.sweep_dir} was stopped; run the same command again to "
+            "resume it (finished trials are kept, the interrupted ones resume)."
+        )
+    if best is not None:
+        logging.info(
+            "Best: %s with %s = %.4f; its outputs are in %s.",
+            best["key"],
+            command.metric,
+            best["dev_metric"],
+            os.path.join(settings.sweep_dir, "best"),
+        )
+    return rows, best

@@ -1,0 +1,150 @@
+"""What a sweep found: each trial's status and dev score, the best trial and its outputs.
+
+`collect` reads the trials back from the study (so every process of a shared sweep reports the
+same), `write_results` writes `sweep_results.json` and `copy_best` the best trial's output files
+to `best/`. TensorFlow-free.
+"""
+
+import json
+import math
+import os
+import shutil
+
+from optuna.trial import TrialState
+
+from data.dev_metrics import read_eval_history
+from fileio.atomic import atomic_directory, write_atomically
+
+STATUS = {
+    TrialState.COMPLETE: "complete",
+    TrialState.PRUNED: "pruned",
+    TrialState.FAIL: "failed",
+    TrialState.RUNNING: "running",
+    TrialState.WAITING: "waiting",
+}
+# Metrics whose chance level is 0: a run at or below it learnt nothing from the task.
+_CORRELATIONS = ("eval_mcc", "eval_spearman")
+# Files of a trial that are not its results: checkpoints, records, TensorBoard events.
+_NOT_RESULTS = ("model.ckpt-", "checkpoint", "events.out.tfevents")
+
+
+def is_degenerate(metric, value, history):
+    """True if a finished run learnt nothing the dev metric can see.
+
+    A correlation (CoLA's MCC, STS-B's Spearman) at or below 0, an F1 of 0 (SQuAD, NER), or a
+    classifier that predicted one class for every dev example (from its last evaluation's
+    `predicted_classes` in eval_history.jsonl), which Dodge et al. 2020 count as failed runs.
+    """
+    if value is None:
+        return False
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    if metric in _CORRELATIONS or metric == "f1":
+        return value <= 0
+    if history and history[-1].get("predicted_classes") is not None:
+        predicted = history[-1]["predicted_classes"]
+        return sum(1 for count in predicted.values() if count) <= 1
+    return metric == "eval_f1" and value <= 0
+
+
+def collect(study, sweep_dir, metric, wanted_keys=None):
+    """The sweep's trials as plain dicts, one per trial of the grid (its newest attempt).
+
+    Args:
+        study: the sweep's Optuna study.
+        sweep_dir: --sweep_dir (trial folders are under `trials/`).
+        metric: the dev metric's key.
+        wanted_keys: the trials of this command's grid, in order; trials of a narrower grid
+            run earlier are listed after them.
+
+    Returns:
+        [{"key", "settings", "restart", "seed", "output_dir", "status", "dev_metric" (complete
+        trials only), "last_reported" (the last dev score reported during training, e.g. where
+        a pruned trial stopped), "degenerate", "step", "error", "wall_s"}].
+    """
+    newest = {}
+    for trial in study.get_trials(deepcopy=False):
+        key = trial.user_attrs.get("key")
+        if key is None:
+            continue
+        if key not in newest or _rank(trial) >= _rank(newest[key]):
+            newest[key] = trial
+    order = list(wanted_keys or ()) + sorted(set(newest) - set(wanted_keys or ()))
+    rows = []
+    for key in order:
+        if key not in newest:
+            continue
+        trial = newest[key]
+        attrs = trial.user_attrs
+        output_dir = os.path.join(sweep_dir, "trials", key)
+        value = trial.value if trial.state == TrialState.COMPLETE else None
+        reported = trial.intermediate_values
+        history = read_eval_history(output_dir)
+        rows.append(
+            {
+                "key": key,
+                "settings": attrs["settings"],
+                "restart": attrs["restart"],
+                "seed": attrs["seed"],
+                "output_dir": output_dir,
+                "status": STATUS.get(trial.state, trial.state.name.lower()),
+                "dev_metric": value,
+                "last_reported": reported[max(reported)] if reported else None,
+                "degenerate": trial.state == TrialState.COMPLETE
+                and is_degenerate(metric, value, history),
+                "step": attrs.get("step"),
+                "error": attrs.get("error"),
+                "wall_s": attrs.get("wall_s"),
+            }
+        )
+    return rows
+
+
+def _rank(trial):
+    # A finished attempt outranks a failed one; among equals the newest counts.
+    finished = trial.state in (TrialState.COMPLETE, TrialState.PRUNED)
+    return (finished, trial.state == TrialState.RUNNING, trial.number)
+
+
+def best_trial(rows):
+    """The complete trial with the highest dev metric (the first of equals), or None."""
+    complete = [
+        r
+        for r in rows
+        if r["status"] == "complete"
+        and r["dev_metric"] is not None
+        and r["dev_metric"] == r["dev_metric"]
+    ]
+    return max(complete, key=lambda r: r["dev_metric"], default=None)
+
+
+def write_results(sweep_dir, metric, rows, best):
+    """Writes `sweep_results.json`: {"metric", "trials", "best"}."""
+    data = {"metric": metric, "trials": rows, "best": best}
+    path = os.path.join(sweep_dir, "sweep_results.json")
+    write_atomically(path, json.dumps(data, indent=2) + "\n")
+    return path
+
+
+def copy_best(sweep_dir, best):
+    """Copies the best trial's result files (leaderboard file, test_results.tsv,
+    predictions.json, eval_results.txt, ...) and its best_checkpoint/ to `<sweep_dir>/best/`.
+
+    Returns:
+        The folder written, or None without a best trial.
+    """
+    if best is None:
+        return None
+    source = best["output_dir"]
+    target = os.path.join(sweep_dir, "best")
+    with atomic_directory(target, overwrite=True) as temp:
+        os.makedirs(temp)
+        for name in sorted(os.listdir(source)):
+            path = os.path.join(source, name)
+            if os.path.isfile(path) and not name.endswith(".tf_record"):
+                if not name.startswith(_NOT_RESULTS):
+                    shutil.copy2(path, os.path.join(temp, name))
+            elif name == "best_checkpoint" and os.path.isdir(path):
+                shutil.copytree(path, os.path.join(temp, name))
+        write_atomically(os.path.join(temp, "trial.json"), json.dumps(best, indent=2) + "\n")
+    return target
