@@ -123,7 +123,7 @@ def _finish(study, trial, outcome):
 def _worker(settings, study, command, device, lock_path, progress, stop_event):
     while not stop_event.is_set():
         trial = sweep_study.claim_next(study, lock_path)
-        if trial is None and sweep_study.recover_abandoned(study):
+        if trial is None and sweep_study.recover_abandoned(study, lock_path):
             trial = sweep_study.claim_next(study, lock_path)
         if trial is None:
             return
@@ -174,8 +174,8 @@ def run_sweep(settings, runner_argv, project_root):
         sweep_study.make_pruner(settings.prune, settings.pruner),
         {"argv": [os.path.basename(command.script), *command.args], "grid_flags": grid_flags},
     )
-    added = sweep_study.enqueue_missing(study, wanted)
-    sweep_study.recover_abandoned(study)
+    added = sweep_study.enqueue_missing(study, wanted, lock_path)
+    sweep_study.recover_abandoned(study, lock_path)
     devices = _devices(settings.devices)
     logging.info(
         "Sweep of %d trials in %s (%d new), metric %s, %d at a time.",
@@ -185,7 +185,8 @@ def run_sweep(settings, runner_argv, project_root):
         command.metric,
         len(devices),
     )
-    progress = _Progress(len(wanted), len(wanted) - added, len(devices))
+    finished = sweep_study.finished_keys(study)
+    progress = _Progress(len(wanted), sum(w["key"] in finished for w in wanted), len(devices))
     stop_event = threading.Event()
     previous = {
         s: signal.signal(s, lambda *_: stop_event.set()) for s in (signal.SIGTERM, signal.SIGINT)

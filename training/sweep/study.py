@@ -17,11 +17,12 @@ import fcntl
 import os
 import socket
 import threading
-
 import warnings
 
 import optuna
+from optuna.exceptions import StorageInternalError
 from optuna.trial import TrialState
+from sqlalchemy.exc import SQLAlchemyError
 
 from fileio.errors import UserError
 
@@ -75,7 +76,7 @@ def open_study(storage, study_name, pruner, command_line):
             pruner=pruner,
             load_if_exists=True,
         )
-    except (ImportError, ValueError, optuna.exceptions.StorageInternalError) as err:
+    except (ImportError, ValueError, StorageInternalError, SQLAlchemyError) as err:
         raise UserError(
             f"--storage={storage}: could not open the sweep's database ({err}); check the "
             "URL and, for a server, that it is reachable and its driver installed."
@@ -92,12 +93,29 @@ def open_study(storage, study_name, pruner, command_line):
     return study
 
 
-def trial_attrs(trial):
-    """The user attributes naming a trial (works for Optuna's `Trial` and `FrozenTrial`)."""
-    return trial.user_attrs
+@contextlib.contextmanager
+def queue_lock(lock_path):
+    # SQLite reads a trial's state outside the write lock, so two processes could both move
+    # the same WAITING trial to RUNNING; a file lock beside the database serialises claims.
+    # Server databases lock the row themselves.
+    if lock_path is None:
+        yield
+        return
+    with open(lock_path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def enqueue_missing(study, wanted):
+def finished_keys(study):
+    """The keys of the trials that completed or were pruned."""
+    done = (TrialState.COMPLETE, TrialState.PRUNED)
+    return {t.user_attrs.get("key") for t in study.get_trials(deepcopy=False, states=done)}
+
+
+def enqueue_missing(study, wanted, lock_path=None):
     """Enqueues each wanted trial that has no waiting, running or finished trial yet.
 
     A trial that failed in an earlier run of the sweep is enqueued again here (its folder keeps
@@ -130,12 +148,17 @@ def _process_gone(attrs):
     return False
 
 
-def recover_abandoned(study):
+def recover_abandoned(study, lock_path=None):
     """Fails the RUNNING trials whose process is gone and enqueues them again.
 
     Returns:
         The keys of the trials put back in the queue.
     """
+    with queue_lock(lock_path):
+        return _recover(study)
+
+
+def _recover(study):
     storage = study._storage
     optuna.storages.fail_stale_trials(study)  # heartbeats older than the grace period
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
@@ -155,22 +178,6 @@ def recover_abandoned(study):
     return requeued
 
 
-@contextlib.contextmanager
-def _claim_lock(lock_path):
-    # SQLite reads a trial's state outside the write lock, so two processes could both move
-    # the same WAITING trial to RUNNING; a file lock beside the database serialises claims.
-    # Server databases lock the row themselves.
-    if lock_path is None:
-        yield
-        return
-    with open(lock_path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def claim_next(study, lock_path=None):
     """Claims the first waiting trial for this process.
 
@@ -178,7 +185,7 @@ def claim_next(study, lock_path=None):
         An Optuna `Trial` (RUNNING, with `host`, `pid` set), or None when none is waiting.
     """
     storage = study._storage
-    with _claim_lock(lock_path):
+    with queue_lock(lock_path):
         for frozen in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
             try:
                 if not storage.set_trial_state_values(frozen._trial_id, TrialState.RUNNING):
@@ -188,8 +195,26 @@ def claim_next(study, lock_path=None):
             trial = optuna.trial.Trial(study, frozen._trial_id)
             trial.set_user_attr("host", socket.gethostname())
             trial.set_user_attr("pid", os.getpid())
+            if _taken_by_another(study, frozen):
+                trial.set_user_attr("error", "duplicate of another trial of the same settings")
+                study.tell(trial, state=TrialState.FAIL)
+                continue
             return trial
     return None
+
+
+def _taken_by_another(study, claimed):
+    # Without a shared lock (server databases), two processes may enqueue the same trial; of
+    # two attempts running at once the older one goes on, and a finished one is never rerun.
+    key = claimed.user_attrs.get("key")
+    for other in study.get_trials(deepcopy=False):
+        if other.number == claimed.number or other.user_attrs.get("key") != key:
+            continue
+        if other.state in (TrialState.COMPLETE, TrialState.PRUNED):
+            return True
+        if other.state == TrialState.RUNNING and other.number < claimed.number:
+            return True
+    return False
 
 
 @contextlib.contextmanager
