@@ -156,10 +156,20 @@ def find_leaderboard_files(input_dir):
     """Maps each leaderboard name to its file in `input_dir` or, if absent there, the one copy
     in its subdirectories.
 
+    A run_sweep.py folder (one holding sweep_results.json) counts with its best trial's files
+    only (its `best/`), not those of every trial under its `trials/`.
+
     Returns:
         (found: dict name -> path, problems: list of str for names found more than once).
     """
     found, problems = {}, []
+    listing = list(walk(input_dir))
+    trials = tuple(
+        os.path.join(root, "trials") + os.sep
+        for root, _, files in listing
+        if "sweep_results.json" in files
+    )
+    listing = [entry for entry in listing if not (entry[0] + os.sep).startswith(trials)]
     for name in OFFICIAL_TEST_SIZES:
         top = os.path.join(input_dir, f"{name}.tsv")
         if is_file(top):
@@ -167,7 +177,7 @@ def find_leaderboard_files(input_dir):
             continue
         matches = sorted(
             os.path.join(root, f"{name}.tsv")
-            for root, _, files in walk(input_dir)
+            for root, _, files in listing
             if f"{name}.tsv" in files
         )
         if len(matches) == 1:

@@ -173,7 +173,9 @@ def _claim_all(storage, lock_path, claimed):
 def test_processes_claim_disjoint_trials_and_requeue_the_abandoned(tmp_path):
     storage = study.default_storage(tmp_path)
     lock = str(tmp_path / ".claims.lock")
-    sweep = study.open_study(storage, "s", study.make_pruner(False, "median"), {"argv": ["x"], "grid_flags": []})
+    sweep = study.open_study(
+        storage, "s", study.make_pruner(False, "median"), {"argv": ["x"], "grid_flags": []}
+    )
     wanted = _wanted(12)
     assert study.enqueue_missing(sweep, wanted, lock) == 12
     # Enqueuing again adds nothing; a widened grid adds only its new trials.
@@ -199,7 +201,9 @@ def test_processes_claim_disjoint_trials_and_requeue_the_abandoned(tmp_path):
     assert again.user_attrs["key"] == "k14/restart_0" and again.number != trial.number
     # A study of another command is refused.
     with pytest.raises(UserError, match="another command"):
-        study.open_study(storage, "s", study.make_pruner(False, "median"), {"argv": ["y"], "grid_flags": []})
+        study.open_study(
+            storage, "s", study.make_pruner(False, "median"), {"argv": ["y"], "grid_flags": []}
+        )
 
 
 @pytest.mark.parametrize(

@@ -186,7 +186,11 @@ def restart_seeds(command, vary, restarts, known_flags):
         (flag name, [seed of restart 0, 1, ...]).
     """
     flag = SEED_FLAGS[vary]
-    base = command.flag_value(flag) or command.flag_value("seed") or known_flags.get("seed")
+    base = (
+        command.flag_value(flag)
+        or command.flag_value("seed")
+        or known_flags.get("seed", {}).get("default")
+    )
     try:
         base = int(base)
     except (TypeError, ValueError):
@@ -195,8 +199,8 @@ def restart_seeds(command, vary, restarts, known_flags):
 
 
 def runner_flags(command, python=sys.executable):
-    """{name: default as text} of every flag the runner defines, from its own `--helpxml`
-    (which loads no TensorFlow)."""
+    """{name: {"default", "type", "choices"}} of every flag the runner defines, from its own
+    `--helpxml` (which loads no TensorFlow); values are absl's text."""
     result = subprocess.run(
         [python, command.script, "--helpxml"], capture_output=True, text=True, timeout=120
     )
@@ -208,7 +212,33 @@ def runner_flags(command, python=sys.executable):
             f"Could not list the flags of {command.script} ({last}); check that it runs: "
             f"python {command.script} --help."
         ) from None
-    return {flag.findtext("name"): flag.findtext("default") for flag in root.iter("flag")}
+    return {
+        flag.findtext("name"): {
+            "default": flag.findtext("default"),
+            "type": flag.findtext("type"),
+            "choices": [e.text for e in flag.findall("enum_value")],
+        }
+        for flag in root.iter("flag")
+    }
+
+
+_BOOLS = ("true", "false", "t", "f", "1", "0", "yes", "no")
+
+
+def _value_problem(value, spec):
+    kind = spec["type"] or ""
+    try:
+        if kind == "float":
+            float(value)
+        elif kind == "int":
+            int(value)
+    except ValueError:
+        return f"not a{'n' if kind == 'int' else ''} {kind}"
+    if kind == "bool" and value.lower() not in _BOOLS:
+        return "not true or false"
+    if spec["choices"] and value not in spec["choices"]:
+        return f"not one of {', '.join(spec['choices'])}"
+    return None
 
 
 def check_grid(grid, command, restarts, vary, known_flags):
@@ -232,6 +262,10 @@ def check_grid(grid, command, restarts, vary, known_flags):
             raise UserError(f"--grid={flag}=...: {name} has no flag --{flag}{hint}.")
         if flag in SWEEP_OWNED:
             raise UserError(f"--grid={flag}=...: the sweep sets --{flag} of each trial itself.")
+        for value in grid[flag]:
+            problem = _value_problem(value, known_flags[flag])
+            if problem:
+                raise UserError(f"--grid={flag}=...: {value} is {problem}.")
         if command.gives(flag):
             raise UserError(
                 f"--{flag} is both in --grid and in the runner's command after `--`: "

@@ -1,6 +1,7 @@
 """test_results.tsv, GLUE leaderboard files and the submission zip."""
 
 import os
+import shutil
 import zipfile
 
 import numpy as np
@@ -149,3 +150,31 @@ def test_official_sizes_are_the_default(tmp_path):
     write_complete_set(tmp_path / "out")
     with pytest.raises(ValueError, match="3 predictions, but the QQP test set has 390965"):
         build_submission(str(tmp_path / "out"), str(tmp_path / "s.zip"))
+
+
+def test_sweep_folders_count_with_their_best_trial(tmp_path):
+    # One sweep per task (run_sweep.py's layout): every trial wrote its leaderboard file;
+    # only best/ counts, so the set is complete and unambiguous.
+    write_complete_set(tmp_path / "flat")
+    for name in OFFICIAL_TEST_SIZES:
+        sweep = tmp_path / "sweeps" / name
+        (sweep / "sweep_results.json").parent.mkdir(parents=True)
+        (sweep / "sweep_results.json").write_text("{}")
+        for folder in ("trials/lr=1/restart_0", "trials/lr=2/restart_0", "best"):
+            os.makedirs(sweep / folder)
+            shutil.copy(tmp_path / "flat" / f"{name}.tsv", sweep / folder / f"{name}.tsv")
+    (tmp_path / "sweeps" / "MRPC" / "best" / "MRPC.tsv").write_text(
+        "index\tprediction\n0\t1\n1\t1\n2\t1\n"
+    )
+    target = str(tmp_path / "submission.zip")
+    names = build_submission(str(tmp_path / "sweeps"), target, expected_sizes=SMALL)
+    assert names == list(OFFICIAL_TEST_SIZES)
+    with zipfile.ZipFile(target) as archive:
+        assert (
+            archive.read("MRPC.tsv")
+            == (tmp_path / "sweeps" / "MRPC" / "best" / "MRPC.tsv").read_bytes()
+        )
+    # Without the sweep marker the trials' copies are ambiguous, as before.
+    os.remove(tmp_path / "sweeps" / "RTE" / "sweep_results.json")
+    with pytest.raises(ValueError, match="RTE.tsv is in several places"):
+        build_submission(str(tmp_path / "sweeps"), target, expected_sizes=SMALL)
