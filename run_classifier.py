@@ -60,6 +60,7 @@ def main(_):
             for path in processor.data_files(FLAGS.data_dir, split)
         ],
     )
+    training_flags.exit_if_dry_run(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.classifier_run import ClassifierRun, run_classifier
 

@@ -69,6 +69,7 @@ def main(_):
     if FLAGS.label_file:
         files.append((FLAGS.label_file, "label_file", None))
     check_input_files(FLAGS, files)
+    training_flags.exit_if_dry_run(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.ner_run import NerRun, run_ner
 

@@ -10,6 +10,7 @@ the last one to end writes the whole sweep's.
 
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -50,7 +51,21 @@ def plan(settings, runner_argv, project_root):
         for setting in sweep_grid.grid_settings(grid)
         for restart in range(settings.restarts)
     ]
+    _dry_run(settings, command, wanted[0])
     return command, list(grid), wanted
+
+
+def _dry_run(settings, command, first):
+    # The runner checks its flags, config, vocabulary and input files without TensorFlow and
+    # without writing: a command line that cannot run is refused before the sweep starts.
+    output_dir = os.path.join(settings.sweep_dir, "trials", first["key"])
+    argv = [*_trial_argv(settings, command, first, output_dir), "--dry_run"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
+        raise UserError(
+            f"The runner's command after `--` cannot run: {lines[-1] if lines else 'no output'}"
+        )
 
 
 def _devices(text):
@@ -65,9 +80,20 @@ class _Progress:
         self.total, self.done, self.workers = total, done, workers
         self.counts = {"complete": 0, "pruned": 0, "failed": 0}
         self.walls, self.lock = [], threading.Lock()
+        self.errors = []
+
+    def failing_alike(self):
+        """The error of the first trials if they all failed alike (at least two, none done):
+        a command line that cannot run, which every other trial would repeat."""
+        with self.lock:
+            if self.counts["complete"] or self.counts["pruned"] or len(self.errors) < 2:
+                return None
+            return self.errors[0] if len(set(self.errors)) == 1 else None
 
     def ended(self, key, outcome):
         with self.lock:
+            if outcome.status == "failed":
+                self.errors.append(outcome.error)
             self.done += 1
             self.counts[outcome.status] = self.counts.get(outcome.status, 0) + 1
             self.walls.append(outcome.wall_s)
@@ -136,6 +162,8 @@ def _worker(settings, study, command, device, lock_path, progress, stop_event):
         _finish(study, trial, outcome)
         if outcome.status != "interrupted":
             progress.ended(attrs["key"], outcome)
+        if progress.failing_alike():
+            stop_event.set()
 
 
 def write_report(study, sweep_dir, metric, wanted_keys):
@@ -212,10 +240,21 @@ def run_sweep(settings, runner_argv, project_root):
     keys = [w["key"] for w in wanted]
     rows, best, table = write_report(study, settings.sweep_dir, command.metric, keys)
     print(table, flush=True)
+    alike = progress.failing_alike()
+    if alike:
+        raise UserError(
+            f"The first trials all failed alike, so the sweep stopped: {alike} Fix the runner's "
+            "command line after `--` and run the same sweep again."
+        )
     if stop_event.is_set():
         raise UserError(
             f"The sweep in {settings.sweep_dir} was stopped; run the same command again to "
             "resume it (finished trials are kept, the interrupted ones resume)."
+        )
+    if best is None and progress.errors:
+        raise UserError(
+            f"No trial of the sweep in {settings.sweep_dir} completed; the last failure: "
+            f"{progress.errors[-1]} (each trial's trial.log has its output)."
         )
     if best is not None:
         logging.info(

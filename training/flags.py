@@ -129,6 +129,12 @@ def define_run_flags(fine_tuning, head_dropout=False, length_grouping=False):
         flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
         flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
         flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training with linear warmup.")
+        flags.DEFINE_bool(
+            "dry_run",
+            False,
+            "Check the command line, the config, the vocabulary and every input file the run "
+            "would read, then exit without loading TensorFlow or writing anything.",
+        )
     if length_grouping:
         flags.DEFINE_bool(
             "group_by_length",
@@ -357,6 +363,13 @@ def check_fine_tuning(flag_values):
     bert_config.check_max_seq_length(flag_values.max_seq_length)
     tokenizer = FullTokenizer(flag_values.vocab_file, flag_values.do_lower_case)
     return bert_config, tokenizer
+
+
+def exit_if_dry_run(flag_values):
+    """Ends a `--dry_run` run once its checks passed (status 0, nothing written)."""
+    if flag_values.dry_run:
+        logging.info("--dry_run: the command line and the files it reads are in order.")
+        sys.exit(0)
 
 
 def start_tensorflow(flag_values):

@@ -198,6 +198,8 @@ def test_a_failing_trial_does_not_stop_the_sweep(data, tmp_path):
         (["--grid=learning_rate=1e-3"], ("--output_dir=/tmp/x",), "remove --output_dir"),
         (["--prune"], (), "add --eval_every_steps=N"),
         (["--grid=num_train_epochs=1,x"], (), "x is not a float"),
+        # The runner's own check of its files, run before the sweep starts (--dry_run).
+        ([], ("--data_dir=/nonexistent",), "cannot run: run_classifier.py: error: "),
     ],
 )
 def test_refused_before_any_trial(data, tmp_path, flags, runner_extra, message):
@@ -206,3 +208,37 @@ def test_refused_before_any_trial(data, tmp_path, flags, runner_extra, message):
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("run_sweep.py: error: ") and message in last, last
     assert not (tmp_path / "s").exists()
+
+
+def test_the_best_trial_is_the_runner_run_alone(minilm_tf1, tmp_path):
+    # Real weights on real-format data: the sweep's best trial predicts the same files as its
+    # command run alone, outside any sweep.
+    data = tmp_path / "mrpc"
+    write_mrpc(data, num_train=64, num_dev=32, num_test=16)
+    runner = [
+        "run_classifier.py",
+        "--task_name=MRPC",
+        f"--data_dir={data}",
+        f"--vocab_file={minilm_tf1 / 'vocab.txt'}",
+        f"--bert_config_file={minilm_tf1 / 'bert_config.json'}",
+        f"--init_checkpoint={minilm_tf1 / 'bert_model.ckpt'}",
+        "--max_seq_length=24",
+        "--train_batch_size=16",
+        "--num_train_epochs=1",
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+        "--deterministic",
+    ]
+    sweep_dir = tmp_path / "sweep"
+    sweep = [sys.executable, os.path.join(REPO, "run_sweep.py"), f"--sweep_dir={sweep_dir}"]
+    result = run_in_repo([*sweep, "--grid=learning_rate=5e-5", "--restarts=2", "--", *runner])
+    assert result.returncode == 0, result.stderr[-3000:]
+    best = json.loads((sweep_dir / "sweep_results.json").read_text())["best"]
+    alone = tmp_path / "alone"
+    seed = f"--seed={best['seed']['seed']}"
+    cmd = [sys.executable, os.path.join(REPO, runner[0]), *runner[1:], "--learning_rate=5e-5"]
+    result = run_in_repo([*cmd, seed, f"--output_dir={alone}"], timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for name in ("MRPC.tsv", "test_results.tsv", "eval_results.txt"):
+        assert (sweep_dir / "best" / name).read_bytes() == (alone / name).read_bytes(), name

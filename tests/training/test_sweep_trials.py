@@ -220,3 +220,21 @@ def test_processes_claim_disjoint_trials_and_requeue_the_abandoned(tmp_path):
 )
 def test_degenerate_runs(metric, value, history, expected):
     assert results.is_degenerate(metric, value, history) is expected
+
+
+def test_the_sweep_stops_when_its_first_trials_fail_alike():
+    from jobs.sweep_run import _Progress
+    from training.sweep.trial_process import Outcome
+
+    progress = _Progress(total=6, done=0, workers=1)
+    progress.ended("a", Outcome("failed", error="x: error: no such file"))
+    assert progress.failing_alike() is None
+    progress.ended("b", Outcome("failed", error="x: error: no such file"))
+    assert progress.failing_alike() == "x: error: no such file"
+    # Once a trial completed, failures are the trials' own: the sweep goes on.
+    progress.ended("c", Outcome("complete", 0.5))
+    assert progress.failing_alike() is None
+    other = _Progress(total=6, done=0, workers=1)
+    other.ended("a", Outcome("failed", error="x: error: one"))
+    other.ended("b", Outcome("failed", error="x: error: two"))
+    assert other.failing_alike() is None
