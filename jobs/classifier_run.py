@@ -175,7 +175,7 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
             processor.is_regression,
             batch_size,
             is_training,
-            seed=train_config.seed,
+            seed=train_config.data_seed,
             skip_batches=skip,
             batching=batching,
         )

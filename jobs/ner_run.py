@@ -144,7 +144,7 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
         windows = windows_of(train_file, "Training data", True)
         # The file lists sentences by document; the input pipeline's small shuffle buffer would
         # leave each batch within a few documents.
-        random.Random(train_config.seed).shuffle(windows)
+        random.Random(train_config.data_seed).shuffle(windows)
         path = fine_tuning.write_records(output_dir, "train", write_ner_tfrecord, windows)
         windows = None  # training reads the file
         with fine_tuning.reading_own_records(path):
@@ -154,7 +154,7 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
                     run.max_seq_length,
                     train_config.train_batch_size,
                     True,
-                    train_config.seed,
+                    train_config.data_seed,
                     skip,
                     batching,
                 )

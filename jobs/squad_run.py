@@ -140,7 +140,7 @@ def _run(run, bert_config, tokenizer, strategy, train_config, examples):
                     run.max_seq_length,
                     train_config.train_batch_size,
                     True,
-                    train_config.seed,
+                    train_config.data_seed,
                     skip,
                     batching,
                 )

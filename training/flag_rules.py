@@ -46,6 +46,7 @@ _VALUE_RULES = (
     ("save_checkpoints_steps", _AT_LEAST_1, "pass the steps between checkpoints", None),
     ("iterations_per_loop", _AT_LEAST_1, "pass the steps per compiled call", None),
     ("log_every_steps", _AT_LEAST_1, "pass the steps between progress lines", None),
+    ("eval_every_steps", _AT_LEAST_0, "pass the steps between dev evaluations, or 0", None),
     ("num_accumulation_steps", _AT_LEAST_1, "pass 1 for no accumulation", None),
     ("keep_checkpoint_max", _AT_LEAST_1, "pass how many checkpoints to keep", None),
     ("num_gpus", _AT_LEAST_1, "pass a GPU count, or leave it out to use all", None),
@@ -142,7 +143,9 @@ _ORIGINAL_RAN = (
 
 # Flags every value of which can work: seeds, thresholds. Listed so that a new numeric flag
 # without a rule is noticed (tests/training/test_flag_rules.py reads the runners' flags).
-FREE_FLAGS = frozenset({"seed", "random_seed", "null_score_diff_threshold"})
+FREE_FLAGS = frozenset(
+    {"seed", "init_seed", "data_seed", "random_seed", "null_score_diff_threshold"}
+)
 
 
 def checked_flags():

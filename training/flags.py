@@ -129,6 +129,12 @@ def define_run_flags(fine_tuning, head_dropout=False, length_grouping=False):
         flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
         flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
         flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training with linear warmup.")
+        flags.DEFINE_integer(
+            "eval_every_steps",
+            _train("eval_every_steps"),
+            "With --do_train and --do_eval: evaluate on dev every N steps too, logged in "
+            "eval_history.jsonl, the best so far kept in best_checkpoint/ (0: only at the end).",
+        )
     if length_grouping:
         flags.DEFINE_bool(
             "group_by_length",
@@ -208,6 +214,15 @@ def define_training_flags():
         "keep_checkpoint_max", _train("keep_checkpoint_max"), "Checkpoints kept in output_dir."
     )
     flags.DEFINE_integer("seed", _train("seed"), "Seed of the input shuffling and initialisation.")
+    flags.DEFINE_integer(
+        "init_seed", None, "Seed of the new weights and dropout (default: --seed)."
+    )
+    flags.DEFINE_integer("data_seed", None, "Seed of the training data order (default: --seed).")
+    flags.DEFINE_bool(
+        "adam_bias_correction",
+        _train("adam_bias_correction"),
+        "--optimizer=adamw with Adam's bias correction (the original has none; LAMB always has).",
+    )
     flags.DEFINE_bool(
         "deterministic", False, "Deterministic ops: a resumed run then equals an uninterrupted one."
     )
@@ -297,11 +312,15 @@ def strategy_from_flags(flag_values):
 
 
 def seed_from_flags(flag_values):
-    """Seeds Keras/TF/NumPy and, with --deterministic, turns on deterministic ops."""
+    """Seeds Keras, Python and NumPy (new weights, dropout) with --init_seed and TensorFlow's
+    global seed, which tf.data's shuffles combine with their own, with --data_seed (each
+    --seed unless given); with --deterministic, turns on deterministic ops."""
     import keras
     import tensorflow as tf
 
-    keras.utils.set_random_seed(flag_values.seed)
+    config = settings_from_flags(TrainConfig, flag_values, output_dir="")
+    keras.utils.set_random_seed(config.init_seed)
+    tf.random.set_seed(config.data_seed)
     if flag_values.deterministic:
         tf.config.experimental.enable_op_determinism()
 

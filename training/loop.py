@@ -64,6 +64,7 @@ class Trainer:
                 optimizer_type=config.optimizer,
                 weight_decay_rate=config.weight_decay_rate,
                 clip_norm=None,
+                adam_bias_correction=config.adam_bias_correction,
             )
             # The loop all-reduces and clips the global gradient itself.
             self.optimizer.aggregate_gradients = False
