@@ -384,6 +384,17 @@ def start_tensorflow(flag_values):
     Returns:
         The `tf.distribute.Strategy`.
     """
+    _warn_unused_training_flags(flag_values)
     strategy = strategy_from_flags(flag_values)
     seed_from_flags(flag_values)
     return strategy
+
+
+def _warn_unused_training_flags(flag_values):
+    """Warns about --eval_every_steps without training and dev evaluation both, and about
+    --adam_bias_correction with LAMB (which always corrects)."""
+    values = {name: flag_values[name].value for name in flag_values}
+    if values.get("eval_every_steps") and not (values["do_train"] and values["do_eval"]):
+        warn_if_given(flag_values, ("eval_every_steps",), "it needs --do_train and --do_eval")
+    if values.get("optimizer") == "lamb":
+        warn_if_given(flag_values, ("adam_bias_correction",), "LAMB always corrects the bias")
