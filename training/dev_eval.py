@@ -126,7 +126,10 @@ def append_history(output_dir, entry):
     path = os.path.join(output_dir, EVAL_HISTORY)
     line = history_line(entry)
     if is_remote(path):
-        old = open_for_reading(path).read() if is_file(path) else ""
+        old = ""
+        if is_file(path):
+            with open_for_reading(path) as f:
+                old = f.read()
         if old and not old.endswith("\n"):
             old += "\n"
         write_atomically(path, old + line)
