@@ -110,12 +110,19 @@ def read_eval_history(output_dir):
     return [by_step[step] for step in sorted(by_step)]
 
 
-def read_eval_results(path):
-    """An `eval_results.txt` (`key = value` lines) as a dict of floats (`global_step`: int)."""
+def read_eval_results(output_dir, filename="eval_results.txt"):
+    """The `key = value` lines of a run's eval_results.txt as {key: float or str}; {} if absent."""
+    path = os.path.join(output_dir, filename)
+    if not reading.is_file(path):
+        return {}
     results = {}
     with reading.open_for_reading(path) as f:
-        for line in f.read().splitlines():
-            key, sep, value = line.partition(" = ")
-            if sep:
-                results[key.strip()] = int(value) if key == "global_step" else float(value)
+        lines = f.read().splitlines()
+    for line in lines:
+        key, sep, value = line.partition(" = ")
+        if sep:
+            try:
+                results[key.strip()] = float(value)
+            except ValueError:
+                results[key.strip()] = value.strip()
     return results

@@ -146,9 +146,12 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
         )
     task = NerTask(bert_config, len(labels), run.classifier_dropout_prob)
     trainer = Trainer(task, strategy, train_config)
-    dev_windows = windows_of(dev, "Running evaluation", True) if run.do_eval else None
+    dev_windows = []
 
     def dev_evaluation(final=False):
+        # Made once, when first needed: after training unless evaluated during it.
+        if not dev_windows:
+            dev_windows.extend(windows_of(dev, "Running evaluation", True))
         outputs, word_tags = predict(dev_windows, "eval", run.eval_batch_size)
         if final:
             write_predictions(os.path.join(output_dir, "eval_predictions.txt"), dev, word_tags)

@@ -130,16 +130,19 @@ def _run(run, bert_config, tokenizer, strategy, train_config, examples):
         )
     trainer = Trainer(SquadTask(bert_config), strategy, train_config)
 
-    features, path, dev_evals = None, None, None
-    if run.do_predict or run.do_eval:
-        features, path = _write_features(run, examples, tokenizer, "eval", False)
+    written, dev_evals = {}, None
+
+    def predict(predict_run):
+        # Written once, when first needed: after training unless evaluated during it.
+        if not written:
+            written["eval"] = _write_features(run, examples, tokenizer, "eval", False)
+        return _predict(predict_run, trainer, examples, *written["eval"])
 
     def dev_evaluation():
         # The weights of this step only: the prediction files go to a scratch folder.
         with tempfile.TemporaryDirectory(prefix="squad-eval-") as scratch:
             scratch_run = dataclasses.replace(run, output_dir=scratch)
-            predictions = _predict(scratch_run, trainer, examples, features, path)
-            return _evaluate(scratch_run, predictions), None
+            return _evaluate(scratch_run, predict(scratch_run)), None
 
     if run.do_eval:
         dev_evals = fine_tuning.dev_evaluation(
@@ -167,7 +170,7 @@ def _run(run, bert_config, tokenizer, strategy, train_config, examples):
 
     if not (run.do_predict or run.do_eval):
         return {}
-    predictions = _predict(run, trainer, examples, features, path)
+    predictions = predict(run)
     if run.do_eval:
         results = {**_evaluate(run, predictions), "global_step": trainer.step}
         write_eval_results(run.output_dir, results, title="SQuAD evaluation")

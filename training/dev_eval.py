@@ -63,20 +63,13 @@ class DevEvaluation:
 
     def _previous_best(self):
         """(value, step) of the best checkpoint an interrupted run of output_dir kept."""
-        path = os.path.join(self.output_dir, BEST_CHECKPOINT, "eval_results.txt")
-        if not (self.writer and is_file(path)):
+        folder = os.path.join(self.output_dir, BEST_CHECKPOINT)
+        results = read_eval_results(folder) if self.writer else {}
+        if not isinstance(results.get(self.metric), float):
             return None
-        results = read_eval_results(path)
-        if self.metric not in results:
-            return None
-        logging.info(
-            "Best dev %s so far: %s at step %d (%s)",
-            self.metric,
-            results[self.metric],
-            results.get("global_step", -1),
-            path,
-        )
-        return results[self.metric], results.get("global_step", -1)
+        best = (results[self.metric], int(results.get("global_step", -1)))
+        logging.info("Best dev %s so far: %s at step %d (%s)", self.metric, *best, folder)
+        return best
 
     def __call__(self, step):
         """The periodic evaluation at `step` (the Trainer's hook); returns the results."""

@@ -89,7 +89,7 @@ def test_history_has_every_evaluation(trained):
         assert sum(entry["predicted_classes"].values()) == NUM_DEV
     assert len({e["value"] for e in history}) > 1, "the test needs a metric that moves"
     # The last line is the run's final --do_eval.
-    final = read_eval_results(trained / "eval_results.txt")
+    final = read_eval_results(trained)
     assert final == pytest.approx(history[-1]["results"], abs=1e-6)
     assert read_eval_history(trained) == history
 
@@ -99,7 +99,7 @@ def test_best_checkpoint_holds_the_best_step(task, trained, tmp_path):
     values = [e["value"] for e in history]
     best_step = history[int(np.argmax(values))]["step"]
     best = trained / "best_checkpoint"
-    kept = read_eval_results(best / "eval_results.txt")
+    kept = read_eval_results(best)
     assert kept["global_step"] == best_step
     assert kept["eval_accuracy"] == pytest.approx(max(values), abs=1e-6)
     config = json.loads((best / "bert_config.json").read_text())
@@ -121,7 +121,7 @@ def test_best_checkpoint_holds_the_best_step(task, trained, tmp_path):
     ):
         out = tmp_path / checkpoint.parent.name / checkpoint.name
         _run(task, out, f"--init_checkpoint={checkpoint}")
-        got = read_eval_results(out / "eval_results.txt")["eval_accuracy"]
+        got = read_eval_results(out)["eval_accuracy"]
         assert got == pytest.approx(want, abs=1e-6), checkpoint
         # An evaluation-only run logs its evaluation too.
         assert [e["value"] for e in read_eval_history(out)] == pytest.approx([got])
@@ -159,6 +159,6 @@ def test_stopped_by_sigterm_and_resumed(task, tmp_path):
     # Lines of the first process are kept as they were.
     assert history[: len(stopped) - 1] == stopped[:-1]
     values = [e["value"] for e in history]
-    kept = read_eval_results(out / "best_checkpoint" / "eval_results.txt")
+    kept = read_eval_results(out / "best_checkpoint")
     assert kept["eval_accuracy"] == pytest.approx(max(values), abs=1e-6)
     assert kept["global_step"] == history[int(np.argmax(values))]["step"]

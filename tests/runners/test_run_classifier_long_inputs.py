@@ -140,5 +140,5 @@ def test_dev_evaluations_are_per_example(windows_run):
     assert [e["step"] for e in history] == [*range(40, steps, 40), steps]
     assert len(history) > 1
     assert all(sum(e["predicted_classes"].values()) == 10 for e in history)
-    final = read_eval_results(out / "eval_results.txt")
+    final = read_eval_results(out)
     assert history[-1]["results"] == pytest.approx(final, abs=1e-6)

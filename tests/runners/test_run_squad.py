@@ -81,9 +81,9 @@ def test_dev_evaluations_score_f1(trained):
     assert [e["step"] for e in history] == [*range(steps // 2, steps, steps // 2), steps]
     assert {e["metric"] for e in history} == {"f1"}
     assert all("predicted_classes" not in e for e in history)
-    final = read_eval_results(out / "eval_results.txt")
+    final = read_eval_results(out)
     assert history[-1]["value"] == pytest.approx(final["f1"], abs=1e-4)
-    best = read_eval_results(out / "best_checkpoint" / "eval_results.txt")
+    best = read_eval_results(out / "best_checkpoint")
     assert best["f1"] == pytest.approx(max(e["value"] for e in history), abs=1e-4)
 
 
