@@ -193,6 +193,17 @@ def _unusual_values(values):
             )
 
 
+def _unused(values):
+    """Warnings for options the rest of the command line leaves without effect."""
+    if values.get("eval_every_steps") and not (values.get("do_train") and values.get("do_eval")):
+        yield (
+            f"--eval_every_steps={values['eval_every_steps']} is ignored: it evaluates during "
+            "training, which needs --do_train and --do_eval."
+        )
+    if values.get("adam_bias_correction") and values.get("optimizer") == "lamb":
+        yield "--adam_bias_correction is ignored: --optimizer=lamb always corrects the bias."
+
+
 def _check_sequence_length(values):
     """--max_seq_length against what one sequence must hold, per task; yields warnings."""
     length = values.get("max_seq_length")
@@ -361,7 +372,7 @@ def check_flags(flag_values, **overrides):
     for name, rule, fix, phase in _VALUE_RULES:
         if name in values:
             _check_value(values, name, rule, fix, phase)
-    warnings = [*_unusual_values(values), *_check_sequence_length(values)]
+    warnings = [*_unusual_values(values), *_check_sequence_length(values), *_unused(values)]
     for warning in warnings:
         logging.warning("%s", warning)
     return warnings

@@ -214,14 +214,10 @@ def define_training_flags():
         "keep_checkpoint_max", _train("keep_checkpoint_max"), "Checkpoints kept in output_dir."
     )
     flags.DEFINE_integer("seed", _train("seed"), "Seed of the input shuffling and initialisation.")
-    flags.DEFINE_integer(
-        "init_seed", None, "Seed of the new weights and dropout (default: --seed)."
-    )
+    flags.DEFINE_integer("init_seed", None, "Seed of new weights and dropout (default: --seed).")
     flags.DEFINE_integer("data_seed", None, "Seed of the training data order (default: --seed).")
     flags.DEFINE_bool(
-        "adam_bias_correction",
-        _train("adam_bias_correction"),
-        "--optimizer=adamw with Adam's bias correction (the original has none; LAMB always has).",
+        "adam_bias_correction", _train("adam_bias_correction"), "Adam's bias correction (adamw)."
     )
     flags.DEFINE_bool(
         "deterministic", False, "Deterministic ops: a resumed run then equals an uninterrupted one."
@@ -312,9 +308,8 @@ def strategy_from_flags(flag_values):
 
 
 def seed_from_flags(flag_values):
-    """Seeds Keras, Python and NumPy (new weights, dropout) with --init_seed and TensorFlow's
-    global seed, which tf.data's shuffles combine with their own, with --data_seed (each
-    --seed unless given); with --deterministic, turns on deterministic ops."""
+    """Seeds Keras, Python, NumPy (new weights, dropout) with --init_seed, TensorFlow (tf.data's
+    shuffles) with --data_seed, each --seed unless given; --deterministic: deterministic ops."""
     import keras
     import tensorflow as tf
 
@@ -384,17 +379,6 @@ def start_tensorflow(flag_values):
     Returns:
         The `tf.distribute.Strategy`.
     """
-    _warn_unused_training_flags(flag_values)
     strategy = strategy_from_flags(flag_values)
     seed_from_flags(flag_values)
     return strategy
-
-
-def _warn_unused_training_flags(flag_values):
-    """Warns about --eval_every_steps without training and dev evaluation both, and about
-    --adam_bias_correction with LAMB (which always corrects)."""
-    values = {name: flag_values[name].value for name in flag_values}
-    if values.get("eval_every_steps") and not (values["do_train"] and values["do_eval"]):
-        warn_if_given(flag_values, ("eval_every_steps",), "it needs --do_train and --do_eval")
-    if values.get("optimizer") == "lamb":
-        warn_if_given(flag_values, ("adam_bias_correction",), "LAMB always corrects the bias")
