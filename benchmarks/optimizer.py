@@ -66,7 +66,8 @@ def _model_garden_update(optimizer, variables, grads):
 def _keras_update(impl, optimizer, variables, grads, specs):
     import keras
 
-    from modeling.optimization import _DecoupledDecayOptimizer, create_optimizer
+    from modeling.decoupled_decay import DecoupledDecayOptimizer
+    from modeling.optimization import create_optimizer
 
     if impl == "keras":
         kind = keras.optimizers.AdamW if optimizer == "adamw" else keras.optimizers.Lamb
@@ -79,7 +80,7 @@ def _keras_update(impl, optimizer, variables, grads, specs):
     opt.build(variables)
     if impl == "ours_unfused":
         # The same arithmetic op by op inside the step: neither the fused kernel nor XLA.
-        opt.update_step = functools.partial(_DecoupledDecayOptimizer.update_step, opt)
+        opt.update_step = functools.partial(DecoupledDecayOptimizer.update_step, opt)
         opt._compiled_update = opt._update_in_place
 
     def update():

@@ -12,13 +12,15 @@ keeps the best checkpoint by it) and by run_sweep.py (which ranks trials by it):
 | run_squad | SQuAD 1.1 and 2.0 | `f1` (the official script's F1) | 0 .. 100 |
 | run_ner | CoNLL-format NER | `eval_f1` (conlleval's entity F1) | 0 .. 1 |
 
-Every metric here is better when higher. TensorFlow-free.
+Every metric here is better when higher. The runners log each dev evaluation in
+`eval_history.jsonl` (`read_eval_history` reads it). TensorFlow-free.
 """
 
 import json
 import os
 
 from data.glue.processors import canonical_task_name
+from fileio import reading
 
 RUNNERS = ("classifier", "squad", "ner")
 
@@ -47,14 +49,75 @@ def official_metric(runner, task_name=None):
     return _GLUE.get(key, "eval_accuracy")
 
 
+# A run's dev evaluations, one JSON object a line, appended after each (`read_eval_history`).
+EVAL_HISTORY = "eval_history.jsonl"
+# The weights of the best dev evaluation so far, in the original's layout (--eval_every_steps).
+BEST_CHECKPOINT = "best_checkpoint"
+
+
+def history_entry(step, metric, results, predicted_classes=None):
+    """One line of `eval_history.jsonl`: the evaluation of the weights at `step`.
+
+    Args:
+        step: the global step evaluated.
+        metric: the official metric's key (`official_metric`).
+        results: every `eval_results.txt` entry of the evaluation.
+        predicted_classes: label -> how many dev examples were predicted as it (classification
+            only: a run predicting one class only is degenerate).
+
+    Returns:
+        `{"step", "metric", "value", "results"[, "predicted_classes"]}`, plain JSON types.
+    """
+    plain = {k: (int(v) if k == "global_step" else float(v)) for k, v in results.items()}
+    entry = {"step": int(step), "metric": metric, "value": plain[metric], "results": plain}
+    if predicted_classes is not None:
+        entry["predicted_classes"] = {str(k): int(n) for k, n in predicted_classes.items()}
+    return entry
+
+
+def history_line(entry):
+    """`entry` as one line of `eval_history.jsonl`, newline included."""
+    return json.dumps(entry, sort_keys=True) + "\n"
+
+
+def read_eval_history(output_dir):
+    """The dev evaluations of the run in `output_dir`, in order of step; [] when none.
+
+    Lines that are not a whole JSON object are skipped: a process killed while appending
+    leaves its last line cut short. A step evaluated twice (a resumed run evaluates the step
+    it resumes from again, on the same weights) keeps its last line. A run resumed from an
+    older checkpoint than its last evaluation (a newer one was damaged) evaluates those steps
+    again, and their new lines supersede the old ones.
+
+    Args:
+        output_dir: a run's --output_dir (any file system TensorFlow knows).
+
+    Returns:
+        list of dicts as `history_entry` makes them, sorted by "step".
+    """
+    path = os.path.join(output_dir, EVAL_HISTORY)
+    if not reading.is_file(path):
+        return []
+    by_step = {}
+    with reading.open_for_reading(path) as f:
+        for line in f.read().splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("step"), int):
+                by_step[entry["step"]] = entry
+    return [by_step[step] for step in sorted(by_step)]
+
+
 def read_eval_results(output_dir, filename="eval_results.txt"):
     """The `key = value` lines of a run's eval_results.txt as {key: float or str}; {} if absent."""
+    path = os.path.join(output_dir, filename)
+    if not reading.is_file(path):
+        return {}
     results = {}
-    try:
-        with open(os.path.join(output_dir, filename), encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return results
+    with reading.open_for_reading(path) as f:
+        lines = f.read().splitlines()
     for line in lines:
         key, sep, value = line.partition(" = ")
         if sep:
@@ -63,21 +126,3 @@ def read_eval_results(output_dir, filename="eval_results.txt"):
             except ValueError:
                 results[key.strip()] = value.strip()
     return results
-
-
-def read_eval_history(output_dir):
-    """The dev evaluations of a run, from its eval_history.jsonl; a partial last line (a process
-    stopped while writing it) is ignored, and a step evaluated twice keeps its last line."""
-    try:
-        with open(os.path.join(output_dir, "eval_history.jsonl"), encoding="utf-8") as f:
-            text = f.read()
-    except OSError:
-        return []
-    by_step = {}
-    for line in text.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        by_step[entry["step"]] = entry
-    return [by_step[s] for s in sorted(by_step)]

@@ -6,6 +6,7 @@ import os
 import numpy as np
 from absl import logging
 
+from data.dev_metrics import official_metric
 from data.glue import metrics
 from data.glue.features import convert_examples_to_features
 from data.glue.long_inputs import aggregate_windows, convert_long_examples
@@ -13,9 +14,9 @@ from data.glue.processor_base import PaddingInputExample
 from data.glue.records import classifier_dataset, write_classifier_tfrecord
 from data.glue.submission import write_leaderboard_file, write_test_results
 from jobs import fine_tuning
+from training.dev_eval import predicted_class_counts
 from training.loop import Trainer
 from training.strategy import worker_output_dir
-from training.summaries import write_eval_results
 from training.tasks import ClassifierTask
 
 
@@ -175,13 +176,18 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
             processor.is_regression,
             batch_size,
             is_training,
-            seed=train_config.seed,
+            seed=train_config.data_seed,
             skip_batches=skip,
             batching=batching,
         )
 
+    written = {}
+
     def predict(examples, name, title, batch_size):
-        path, owners = write(examples, name)
+        # A dev set evaluated every --eval_every_steps steps is written once.
+        if name not in written:
+            written[name] = write(examples, name)
+        path, owners = written[name]
         padding = sum(isinstance(e, PaddingInputExample) for e in examples)
         # The fixed-shape path fills the last batch, as the original does on a TPU.
         filling = -len(owners) % batch_size if trainer.plan.whole_inference_batches else 0
@@ -210,6 +216,23 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
         train_config,
     )
 
+    def dev_evaluation():
+        results, counts = {}, None
+        for index, (name, examples) in enumerate(dev_sets.items()):
+            title = f"evaluation on {name}"
+            outputs = predict(examples, "eval" if index == 0 else name, title, run.eval_batch_size)
+            # MNLI's mismatched set reports under eval_mismatched_* beside the matched keys.
+            prefix = "" if index == 0 else name.replace("dev_", "")
+            results.update(_eval_metrics(run, processor, outputs, run.eval_batch_size, prefix))
+            if index == 0 and not processor.is_regression:
+                counts = predicted_class_counts(outputs["predictions"], outputs["real"], labels)
+        return results, counts
+
+    metric = official_metric("classifier", run.task_name)
+    evaluation = fine_tuning.dev_evaluation(
+        run, trainer, output_dir, metric, dev_evaluation, bert_config
+    )
+
     if run.do_train:
         logging.info("  Num examples = %d", len(train_examples))
         if len(owners) != len(train_examples):
@@ -218,19 +241,11 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
             trainer.train(
                 lambda skip, batching: dataset(
                     path, train_config.train_batch_size, True, skip, batching
-                )
+                ),
+                evaluation if evaluation and evaluation.keep_best else None,
             )
 
-    results = {}
-    if run.do_eval:
-        for index, (name, examples) in enumerate(dev_sets.items()):
-            title = f"evaluation on {name}"
-            outputs = predict(examples, "eval" if index == 0 else name, title, run.eval_batch_size)
-            # MNLI's mismatched set reports under eval_mismatched_* beside the matched keys.
-            prefix = "" if index == 0 else name.replace("dev_", "")
-            results.update(_eval_metrics(run, processor, outputs, run.eval_batch_size, prefix))
-        results["global_step"] = trainer.step
-        write_eval_results(output_dir, results)
+    results = evaluation.final() if run.do_eval else {}
 
     if run.do_predict:
         for index, (board_name, examples) in enumerate(test_sets.items()):

@@ -11,6 +11,7 @@ import os
 from absl import logging
 
 from data.records.input_pipeline import naming_damaged_records
+from training.dev_eval import DevEvaluation
 
 
 def with_training_steps(train_config, num_examples, num_train_epochs, warmup_proportion):
@@ -54,3 +55,21 @@ def log_inference_set(title, num_examples, num_padding, batch_size):
         num_padding,
     )
     logging.info("  Batch size = %d", batch_size)
+
+
+def dev_evaluation(run, trainer, output_dir, metric, evaluate, bert_config):
+    """The run's dev evaluations (`training.dev_eval.DevEvaluation`) with --do_eval, else None;
+    it keeps best_checkpoint/ when the run also trains with --eval_every_steps.
+
+    Args:
+        run: the run's settings (`do_train`, `do_eval`).
+        trainer: its `Trainer`.
+        output_dir: this worker's output directory.
+        metric: the official dev metric's key.
+        evaluate: `() -> (results, predicted_classes or None)`, the job's dev evaluation.
+        bert_config: the encoder's `BertConfig`.
+    """
+    if not run.do_eval:
+        return None
+    keep_best = run.do_train and trainer.config.eval_every_steps > 0
+    return DevEvaluation(trainer, output_dir, metric, evaluate, bert_config, keep_best)

@@ -1,5 +1,6 @@
 """run_ner's train / eval / predict sequence on the shared Trainer."""
 
+import collections
 import dataclasses
 import os
 import random
@@ -8,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from data.dev_metrics import official_metric
 from data.ner import labels as ner_labels
 from data.ner.conll import read_conll
 from data.ner.features import build_windows, word_predictions
@@ -121,8 +123,13 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
         logging.info("  Num windows = %d", len(windows))
         return windows
 
+    written = {}
+
     def predict(windows, name, batch_size):
-        path = fine_tuning.write_records(output_dir, name, write_ner_tfrecord, windows)
+        # The dev set evaluated every --eval_every_steps steps is written once.
+        if name not in written:
+            written[name] = fine_tuning.write_records(output_dir, name, write_ner_tfrecord, windows)
+        path = written[name]
         logging.info("  Batch size = %d", batch_size)
         with fine_tuning.reading_own_records(path):
             outputs = trainer.predict(
@@ -139,12 +146,27 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
         )
     task = NerTask(bert_config, len(labels), run.classifier_dropout_prob)
     trainer = Trainer(task, strategy, train_config)
+    dev_windows = []
+
+    def dev_evaluation(final=False):
+        # Made once, when first needed: after training unless evaluated during it.
+        if not dev_windows:
+            dev_windows.extend(windows_of(dev, "Running evaluation", True))
+        outputs, word_tags = predict(dev_windows, "eval", run.eval_batch_size)
+        if final:
+            write_predictions(os.path.join(output_dir, "eval_predictions.txt"), dev, word_tags)
+        counts = collections.Counter(word_tags.values())
+        return _scores(dev, word_tags, outputs, "eval"), {tag: counts[tag] for tag in labels}
+
+    evaluation = fine_tuning.dev_evaluation(
+        run, trainer, output_dir, official_metric("ner"), dev_evaluation, bert_config
+    )
 
     if run.do_train:
         windows = windows_of(train_file, "Training data", True)
         # The file lists sentences by document; the input pipeline's small shuffle buffer would
         # leave each batch within a few documents.
-        random.Random(train_config.seed).shuffle(windows)
+        random.Random(train_config.data_seed).shuffle(windows)
         path = fine_tuning.write_records(output_dir, "train", write_ner_tfrecord, windows)
         windows = None  # training reads the file
         with fine_tuning.reading_own_records(path):
@@ -154,20 +176,14 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
                     run.max_seq_length,
                     train_config.train_batch_size,
                     True,
-                    train_config.seed,
+                    train_config.data_seed,
                     skip,
                     batching,
-                )
+                ),
+                evaluation if evaluation and evaluation.keep_best else None,
             )
 
-    results = {}
-    if run.do_eval:
-        windows = windows_of(dev, "Running evaluation", True)
-        outputs, word_tags = predict(windows, "eval", run.eval_batch_size)
-        write_predictions(os.path.join(output_dir, "eval_predictions.txt"), dev, word_tags)
-        results = _scores(dev, word_tags, outputs, "eval")
-        results["global_step"] = trainer.step
-        write_eval_results(output_dir, results)
+    results = evaluation.final(final=True) if run.do_eval else {}
 
     if run.do_predict:
         windows = windows_of(test, "Running prediction", False)

@@ -62,7 +62,7 @@ def run_pretraining(run, bert_config, strategy, train_config):
             run.max_predictions_per_seq,
             batch_size,
             is_training=is_training,
-            seed=train_config.seed,
+            seed=train_config.data_seed,
             skip_batches=skip,
             batching=batching,
         )

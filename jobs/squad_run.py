@@ -4,10 +4,12 @@ import dataclasses
 import json
 import os
 import random
+import tempfile
 
 import tensorflow as tf
 from absl import logging
 
+from data.dev_metrics import official_metric
 from data.squad import evaluation, postprocess
 from data.squad.examples import read_squad_examples
 from data.squad.features import convert_examples_to_features
@@ -128,27 +130,57 @@ def _run(run, bert_config, tokenizer, strategy, train_config, examples):
         )
     trainer = Trainer(SquadTask(bert_config), strategy, train_config)
 
+    written, dev_evals = {}, None
+
+    def predict(predict_run):
+        # Written once, when first needed: after training unless evaluated during it.
+        if not written:
+            written["eval"] = _write_features(run, examples, tokenizer, "eval", False)
+        return _predict(predict_run, trainer, examples, *written["eval"])
+
+    def dev_evaluation():
+        # The weights of this step only: the prediction files go to a scratch folder.
+        with tempfile.TemporaryDirectory(prefix="squad-eval-") as scratch:
+            scratch_run = dataclasses.replace(run, output_dir=scratch)
+            return _evaluate(scratch_run, predict(scratch_run)), None
+
+    if run.do_eval:
+        dev_evals = fine_tuning.dev_evaluation(
+            run, trainer, run.output_dir, official_metric("squad"), dev_evaluation, bert_config
+        )
+
     if run.do_train:
-        features, path = _write_features(run, train_examples, tokenizer, "train", True)
+        train_features, train_path = _write_features(run, train_examples, tokenizer, "train", True)
         logging.info("  Num orig examples = %d", len(train_examples))
-        logging.info("  Num split examples = %d", len(features))
-        features = None  # training reads the file; the list can be large
-        with fine_tuning.reading_own_records(path):
+        logging.info("  Num split examples = %d", len(train_features))
+        train_features = None  # training reads the file; the list can be large
+        with fine_tuning.reading_own_records(train_path):
             trainer.train(
                 lambda skip, batching: squad_dataset(
-                    path,
+                    train_path,
                     run.max_seq_length,
                     train_config.train_batch_size,
                     True,
-                    train_config.seed,
+                    train_config.data_seed,
                     skip,
                     batching,
-                )
+                ),
+                dev_evals if dev_evals and dev_evals.keep_best else None,
             )
 
     if not (run.do_predict or run.do_eval):
         return {}
-    features, path = _write_features(run, examples, tokenizer, "eval", False)
+    predictions = predict(run)
+    if run.do_eval:
+        results = {**_evaluate(run, predictions), "global_step": trainer.step}
+        write_eval_results(run.output_dir, results, title="SQuAD evaluation")
+        dev_evals.record(trainer.step, results)
+    return predictions
+
+
+def _predict(run, trainer, examples, features, path):
+    """predictions.json, nbest_predictions.json (and null_odds.json) of the trainer's weights
+    in run.output_dir; returns the predictions dict."""
     logging.info("***** Running predictions *****")
     logging.info("  Num orig examples = %d", len(examples))
     logging.info("  Num split examples = %d", len(features))
@@ -168,7 +200,7 @@ def _run(run, bert_config, tokenizer, strategy, train_config, examples):
             outputs["unique_ids"], outputs["start_logits"], outputs["end_logits"], strict=True
         )
     ]
-    predictions = postprocess.write_predictions(
+    return postprocess.write_predictions(
         examples,
         features,
         results,
@@ -182,12 +214,9 @@ def _run(run, bert_config, tokenizer, strategy, train_config, examples):
         null_score_diff_threshold=run.null_score_diff_threshold,
         verbose_logging=run.verbose_logging,
     )
-    if run.do_eval:
-        _evaluate(run, predictions, trainer.step)
-    return predictions
 
 
-def _evaluate(run, predictions, step):
+def _evaluate(run, predictions):
     """Scores predictions.json on the predict file by the official definitions; for SQuAD 2.0
     also writes the best null-score threshold (`best_null_score_diff_threshold`)."""
     with tf.io.gfile.GFile(run.predict_file) as f:
@@ -201,24 +230,22 @@ def _evaluate(run, predictions, step):
         )
     out = run.output_dir
     if not run.version_2_with_negative:
-        results = evaluation.evaluate_v1(dataset, predictions)
-    else:
-        with tf.io.gfile.GFile(os.path.join(out, "null_odds.json")) as f:
-            null_odds = json.load(f)
-        with tf.io.gfile.GFile(os.path.join(out, "nbest_predictions.json")) as f:
-            answers = evaluation.best_non_null_answers(json.load(f))
-        results = evaluation.evaluate_v2(dataset, predictions, null_odds, answers)
-        threshold = results["best_f1_thresh"]
-        write_atomically(os.path.join(out, evaluation.THRESHOLD_FILE), f"{threshold!r}\n")
-        logging.info(
-            "Best --null_score_diff_threshold on %s: %r (F1 %.2f at it, %.2f at %r); saved in "
-            "%s for export_model.py --task=squad.",
-            run.predict_file,
-            threshold,
-            results["best_f1"],
-            results["f1"],
-            run.null_score_diff_threshold,
-            evaluation.THRESHOLD_FILE,
-        )
-    write_eval_results(out, {**results, "global_step": step}, title="SQuAD evaluation")
+        return evaluation.evaluate_v1(dataset, predictions)
+    with tf.io.gfile.GFile(os.path.join(out, "null_odds.json")) as f:
+        null_odds = json.load(f)
+    with tf.io.gfile.GFile(os.path.join(out, "nbest_predictions.json")) as f:
+        answers = evaluation.best_non_null_answers(json.load(f))
+    results = evaluation.evaluate_v2(dataset, predictions, null_odds, answers)
+    threshold = results["best_f1_thresh"]
+    write_atomically(os.path.join(out, evaluation.THRESHOLD_FILE), f"{threshold!r}\n")
+    logging.info(
+        "Best --null_score_diff_threshold on %s: %r (F1 %.2f at it, %.2f at %r); saved in "
+        "%s for export_model.py --task=squad.",
+        run.predict_file,
+        threshold,
+        results["best_f1"],
+        results["f1"],
+        run.null_score_diff_threshold,
+        evaluation.THRESHOLD_FILE,
+    )
     return results

@@ -121,7 +121,7 @@ def plan_batches(strategy, task, config):
         compiled=config.use_xla,
         accumulation_steps=config.num_accumulation_steps,
         group_by_length=config.group_by_length,
-        seed=config.seed,
+        seed=config.data_seed,
     )
 
 

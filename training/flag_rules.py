@@ -46,6 +46,7 @@ _VALUE_RULES = (
     ("save_checkpoints_steps", _AT_LEAST_1, "pass the steps between checkpoints", None),
     ("iterations_per_loop", _AT_LEAST_1, "pass the steps per compiled call", None),
     ("log_every_steps", _AT_LEAST_1, "pass the steps between progress lines", None),
+    ("eval_every_steps", _AT_LEAST_0, "pass the steps between dev evaluations, or 0", None),
     ("num_accumulation_steps", _AT_LEAST_1, "pass 1 for no accumulation", None),
     ("keep_checkpoint_max", _AT_LEAST_1, "pass how many checkpoints to keep", None),
     ("num_gpus", _AT_LEAST_1, "pass a GPU count, or leave it out to use all", None),
@@ -142,7 +143,9 @@ _ORIGINAL_RAN = (
 
 # Flags every value of which can work: seeds, thresholds. Listed so that a new numeric flag
 # without a rule is noticed (tests/training/test_flag_rules.py reads the runners' flags).
-FREE_FLAGS = frozenset({"seed", "random_seed", "null_score_diff_threshold"})
+FREE_FLAGS = frozenset(
+    {"seed", "init_seed", "data_seed", "random_seed", "null_score_diff_threshold"}
+)
 
 
 def checked_flags():
@@ -188,6 +191,17 @@ def _unusual_values(values):
                 f"--{name}={values[name]} runs as in the original, but {consequence}; unless "
                 f"that is what you mean, pass {meant}."
             )
+
+
+def _unused(values):
+    """Warnings for options the rest of the command line leaves without effect."""
+    if values.get("eval_every_steps") and not (values.get("do_train") and values.get("do_eval")):
+        yield (
+            f"--eval_every_steps={values['eval_every_steps']} is ignored: it evaluates during "
+            "training, which needs --do_train and --do_eval."
+        )
+    if values.get("adam_bias_correction") and values.get("optimizer") == "lamb":
+        yield "--adam_bias_correction is ignored: --optimizer=lamb always corrects the bias."
 
 
 def _check_sequence_length(values):
@@ -358,7 +372,7 @@ def check_flags(flag_values, **overrides):
     for name, rule, fix, phase in _VALUE_RULES:
         if name in values:
             _check_value(values, name, rule, fix, phase)
-    warnings = [*_unusual_values(values), *_check_sequence_length(values)]
+    warnings = [*_unusual_values(values), *_check_sequence_length(values), *_unused(values)]
     for warning in warnings:
         logging.warning("%s", warning)
     return warnings

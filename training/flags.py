@@ -135,6 +135,12 @@ def define_run_flags(fine_tuning, head_dropout=False, length_grouping=False):
             "Check the command line, the config, the vocabulary and every input file the run "
             "would read, then exit without loading TensorFlow or writing anything.",
         )
+        flags.DEFINE_integer(
+            "eval_every_steps",
+            _train("eval_every_steps"),
+            "With --do_train and --do_eval: evaluate on dev every N steps too, logged in "
+            "eval_history.jsonl, the best so far kept in best_checkpoint/ (0: only at the end).",
+        )
     if length_grouping:
         flags.DEFINE_bool(
             "group_by_length",
@@ -214,6 +220,11 @@ def define_training_flags():
         "keep_checkpoint_max", _train("keep_checkpoint_max"), "Checkpoints kept in output_dir."
     )
     flags.DEFINE_integer("seed", _train("seed"), "Seed of the input shuffling and initialisation.")
+    flags.DEFINE_integer("init_seed", None, "Seed of new weights and dropout (default: --seed).")
+    flags.DEFINE_integer("data_seed", None, "Seed of the training data order (default: --seed).")
+    flags.DEFINE_bool(
+        "adam_bias_correction", _train("adam_bias_correction"), "Adam's bias correction (adamw)."
+    )
     flags.DEFINE_bool(
         "deterministic", False, "Deterministic ops: a resumed run then equals an uninterrupted one."
     )
@@ -303,11 +314,14 @@ def strategy_from_flags(flag_values):
 
 
 def seed_from_flags(flag_values):
-    """Seeds Keras/TF/NumPy and, with --deterministic, turns on deterministic ops."""
+    """Seeds Keras, Python, NumPy (new weights, dropout) with --init_seed, TensorFlow (tf.data's
+    shuffles) with --data_seed, each --seed unless given; --deterministic: deterministic ops."""
     import keras
     import tensorflow as tf
 
-    keras.utils.set_random_seed(flag_values.seed)
+    config = settings_from_flags(TrainConfig, flag_values, output_dir="")
+    keras.utils.set_random_seed(config.init_seed)
+    tf.random.set_seed(config.data_seed)
     if flag_values.deterministic:
         tf.config.experimental.enable_op_determinism()
 

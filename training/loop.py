@@ -64,6 +64,7 @@ class Trainer:
                 optimizer_type=config.optimizer,
                 weight_decay_rate=config.weight_decay_rate,
                 clip_norm=None,
+                adam_bias_correction=config.adam_bias_correction,
             )
             # The loop all-reduces and clips the global gradient itself.
             self.optimizer.aggregate_gradients = False
@@ -198,13 +199,18 @@ class Trainer:
 
     # ----- training -----------------------------------------------------------------------
 
-    def train(self, dataset_fn):
+    def train(self, dataset_fn, evaluate=None):
         """Trains up to `num_train_steps`, resuming from `self.step`.
 
         Args:
             dataset_fn: `(skip_batches, batching) -> tf.data.Dataset`: the task's training
                 reader for one input pipeline (`data.records.input_pipeline.Batching`), having
                 skipped the global batches already trained on.
+            evaluate: `step -> None`, called every `eval_every_steps` steps before the last
+                (the last step's evaluation is the job's own, after training), once the
+                checkpoint of that step is saved; and first thing in a run resumed at such a
+                step (the run that saved it may have stopped before evaluating). Every worker
+                calls it.
 
         Returns:
             `[(step, loss)]`: the loss of the last update of each compiled call, in order.
@@ -216,6 +222,11 @@ class Trainer:
         if self.step >= cfg.num_train_steps:
             logging.info("Already trained to step %d; nothing to do.", self.step)
             return losses
+        every = cfg.eval_every_steps if evaluate else 0
+
+        def at_eval(step):
+            return every and step % every == 0 and 0 < step < cfg.num_train_steps
+
         start = self.step
         iterator = whole_batches(
             self.strategy,
@@ -230,8 +241,10 @@ class Trainer:
         logging.info("  Batch size = %d", cfg.train_batch_size)
         logging.info("  Num steps = %d", cfg.num_train_steps)
         with stop:
-            while self.step < cfg.num_train_steps:
-                n = _steps_until_boundary(self.step, cfg)
+            if at_eval(self.step):
+                evaluate(self.step)
+            while self.step < cfg.num_train_steps and not stop.requested:
+                n = _steps_until_boundary(self.step, cfg, every)
                 loss = float(self._train_steps(iterator, tf.constant(n)))
                 self.step += n
                 losses.append((self.step, loss))
@@ -247,11 +260,16 @@ class Trainer:
                     writer.scalars(
                         self.step, loss=loss, learning_rate=lr, examples_per_second=progress.rate
                     )
-                if self.step % cfg.save_checkpoints_steps == 0 or stop.requested:
+                if self.step % cfg.save_checkpoints_steps == 0 or at_eval(self.step):
                     self.checkpointer.save(self.step)
-                if stop.requested:
-                    logging.warning("Stopped by signal at step %d after saving.", self.step)
-                    raise SystemExit(128 + stop.signum)
+                elif stop.requested:
+                    self.checkpointer.save(self.step)
+                if at_eval(self.step) and not stop.requested:
+                    evaluate(self.step)
+            if stop.requested:
+                # The step reached has its checkpoint: saved above, or the one resumed from.
+                logging.warning("Stopped by signal at step %d after saving.", self.step)
+                raise SystemExit(128 + stop.signum)
         if self.step % cfg.save_checkpoints_steps:
             self.checkpointer.save(self.step)
         writer.close()
@@ -342,9 +360,10 @@ class Trainer:
         return None
 
 
-def _steps_until_boundary(step, cfg):
-    """Steps to run in one compiled call: up to the next log, save or end boundary."""
+def _steps_until_boundary(step, cfg, eval_every=0):
+    """Steps to run in one compiled call: up to the next log, save, evaluation or end."""
     limits = [cfg.iterations_per_loop, cfg.num_train_steps - step]
-    for every in (cfg.save_checkpoints_steps, cfg.log_every_steps):
-        limits.append(every - step % every)
+    for every in (cfg.save_checkpoints_steps, cfg.log_every_steps, eval_every):
+        if every:
+            limits.append(every - step % every)
     return max(1, min(limits))

@@ -95,6 +95,10 @@ class TrainConfig:
         weight_decay_rate, clip_norm: the original optimizer's constants.
         run_flags: the command's flags as a flagfile (`training.flags.flagfile_text`), saved
             by the chief as `output_dir/flags.txt`; empty: nothing saved.
+        init_seed, data_seed: the seeds of the new weights and dropout, and of the training
+            data's order; None: `seed` (then the run is the original's `--seed` run).
+        eval_every_steps: steps between dev evaluations during training (0: none; only the
+            fine-tuning runners define the flag).
     """
 
     output_dir: str
@@ -110,6 +114,10 @@ class TrainConfig:
     init_checkpoint: str | None = None
     keep_checkpoint_max: int = 5
     seed: int = 12345
+    init_seed: int | None = None
+    data_seed: int | None = None
+    adam_bias_correction: bool = False
+    eval_every_steps: int = 0
     pad_to_whole_batches: bool | None = None
     pad_to_max_seq_length: bool = False
     group_by_length: bool = False
@@ -118,6 +126,12 @@ class TrainConfig:
     weight_decay_rate: float = 0.01
     clip_norm: float = 1.0
     run_flags: str = ""
+
+    def __post_init__(self):
+        # Each follows --seed unless given: every command line without them runs as before.
+        for name in ("init_seed", "data_seed"):
+            if getattr(self, name) is None:
+                setattr(self, name, self.seed)
 
     def check(self, num_replicas):
         """ValueError naming the flag unless the settings fit `num_replicas` replicas."""
@@ -138,6 +152,8 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"--{name} must be at least 1, got {value}.")
+        if self.eval_every_steps < 0:
+            raise ValueError(f"--eval_every_steps must be at least 0, got {self.eval_every_steps}.")
 
 
 def take_settings_of_run(flag_values, checkpoint, names):

@@ -119,15 +119,22 @@ def write_eval_results(output_dir, results, filename="eval_results.txt", title="
     path = os.path.join(output_dir, filename)
     _write_result_scalars(output_dir, filename, results)
     logging.info("***** %s *****", title)
+    text = eval_results_text(results)
+    for line in text.splitlines():
+        logging.info("  %s", line)
+    write_atomically(path, text)
+    return path
+
+
+def eval_results_text(results):
+    """The `key = value` lines of an eval_results.txt, keys sorted, as the original wrote them."""
     lines = []
     for key in sorted(results):
         value = results[key]
         # The original's values were float32 numpy scalars; str() of those is what it wrote.
         text = str(np.float32(value)) if isinstance(value, float) else str(value)
-        logging.info("  %s = %s", key, text)
         lines.append(f"{key} = {text}\n")
-    write_atomically(path, "".join(lines))
-    return path
+    return "".join(lines)
 
 
 def _write_result_scalars(output_dir, filename, results):

@@ -8,6 +8,8 @@ mode. Its `create_optimizer` takes a loss, so the oracle graph uses
 LAMB has no original; it is checked against Model Garden's LAMB (a child process).
 """
 
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ import tensorflow as tf
 from bert import optimization as original
 
 from modeling import optimization
+from modeling.decoupled_decay import DecoupledDecayOptimizer
 from tests.oracles.tf1_graph import read_global_step_before_increment
 
 _SHAPES = {
@@ -395,3 +398,55 @@ def test_conflicting_keras_arguments_are_rejected():
         optimization.Lamb(0.1, clip_norm=1.0, global_clipnorm=1.0)
     with pytest.raises(ValueError, match="constructor"):
         optimization.AdamWeightDecay(0.1).exclude_from_weight_decay(var_names=["bias"])
+
+
+def _published_adam(init, grads, lr, weight_decay_rate, excluded, beta_1=0.9, beta_2=0.999):
+    """Adam as published (Kingma & Ba, Algorithm 1) in float64, with the original's decoupled
+    decay added to the step: `p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p)`."""
+    params = {k: v.astype(np.float64) for k, v in init.items()}
+    m = {k: np.zeros_like(v) for k, v in params.items()}
+    v = {k: np.zeros_like(p) for k, p in params.items()}
+    history = []
+    for t, step_grads in enumerate(grads, start=1):
+        for k, g in step_grads.items():
+            m[k] = beta_1 * m[k] + (1 - beta_1) * g
+            v[k] = beta_2 * v[k] + (1 - beta_2) * g.astype(np.float64) ** 2
+            m_hat, v_hat = m[k] / (1 - beta_1**t), v[k] / (1 - beta_2**t)
+            update = m_hat / (np.sqrt(v_hat) + 1e-6)
+            if k not in excluded:
+                update += weight_decay_rate * params[k]
+            params[k] = params[k] - lr * update
+        history.append(dict(params))
+    return history
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_bias_correction_is_published_adam(compiled):
+    """--adam_bias_correction: the fused kernel's step (and the op-by-op reference the compiled
+    path uses) equal Adam's published update with the original's decoupled decay."""
+    init, grads = _random_problem(8, seed=5)
+    optimizer = optimization.AdamWeightDecay(
+        1e-2,
+        weight_decay_rate=0.01,
+        exclude_from_weight_decay=list(optimization.DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY),
+        bias_correction=True,
+    )
+    if compiled:
+        # The op-by-op form, as the base class runs it in one compiled pass.
+        optimizer.update_step = functools.partial(DecoupledDecayOptimizer.update_step, optimizer)
+    _, actual = _run_keras(init, grads, optimizer)
+    expected = _published_adam(init, grads, 1e-2, 0.01, set(_SHAPES) - _DECAYED)
+    for step, (want, got) in enumerate(zip(expected, actual, strict=True)):
+        for name in _SHAPES:
+            np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-6, err_msg=f"{step=}")
+    # The correction matters at these steps: the uncorrected optimizer ends elsewhere.
+    _, plain = _run_keras(init, grads, optimization.AdamWeightDecay(1e-2, weight_decay_rate=0.01))
+    assert max(np.abs(plain[-1][k] - expected[-1][k]).max() for k in _SHAPES) > 1e-3
+
+
+def test_create_optimizer_bias_correction_flag():
+    assert not optimization.create_optimizer(1e-4, 10, 1).bias_correction
+    on = optimization.create_optimizer(1e-4, 10, 1, adam_bias_correction=True)
+    assert on.bias_correction and on.get_config()["bias_correction"]
+    restored = keras.optimizers.deserialize(keras.optimizers.serialize(on))
+    assert restored.bias_correction

@@ -24,7 +24,7 @@ def _refused(program, args, out, message):
     assert not os.path.exists(out)
 
 
-@pytest.mark.parametrize("case", ["batch size", "empty dev set", "no dev file"])
+@pytest.mark.parametrize("case", ["batch size", "empty dev set", "no dev file", "eval every"])
 def test_classifier(tmp_path, case):
     write_sst2(tmp_path / "data", num_train=8, num_dev=4, num_test=4)
     write_tiny_config(tmp_path / "bert_config.json")
@@ -43,6 +43,10 @@ def test_classifier(tmp_path, case):
         args.append("--eval_batch_size=0")
         message = "--eval_batch_size=0 must be at least 1: pass a positive number of examples "
         message += "per batch."
+    elif case == "eval every":
+        args.append("--eval_every_steps=-1")
+        message = "--eval_every_steps=-1 must be at least 0: pass the steps between dev "
+        message += "evaluations, or 0."
     elif case == "empty dev set":
         dev = tmp_path / "data" / "dev.tsv"
         dev.write_text("sentence\tlabel\n")

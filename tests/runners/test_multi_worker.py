@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pytest
 
+from data.dev_metrics import read_eval_history
 from modeling import tf1_checkpoint
 from tests.helpers.glue_tasks import write_sst2
 from tests.helpers.scripts import ENV, REPO, run_in_repo
@@ -193,6 +194,8 @@ def _classifier_cmd(data, out):
         "--do_eval",
         "--do_predict",
         "--deterministic",
+        # Dev evaluations during training too: every worker evaluates, the chief writes.
+        "--eval_every_steps=6",
     ]
 
 
@@ -227,6 +230,11 @@ def test_classifier_two_workers_equal_one_device(tmp_path):
     assert probabilities[0].shape == (13, 2)
     np.testing.assert_allclose(probabilities[0], probabilities[1], rtol=0, atol=1e-5)
     assert (a / "SST-2.tsv").read_text() == (b / "SST-2.tsv").read_text()
+    one_history, two_history = read_eval_history(a), read_eval_history(b)
+    # Steps 6, 12 and the final 16; the evaluation-only run above evaluated step 16 again.
+    assert [e["step"] for e in two_history] == [6, 12, 16] == [e["step"] for e in one_history]
+    for x, y in zip(one_history, two_history, strict=True):
+        _assert_results_close(x["results"], y["results"])
     assert sorted(os.listdir(a)) == sorted(os.listdir(b))
     assert os.listdir(tmp_path / "tmp1") == []
 

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from data.dev_metrics import read_eval_history
 from tests.helpers.glue_tasks import write_mrpc, write_sst2, write_stsb
 from tests.helpers.scripts import REPO, run_in_repo
 
@@ -106,6 +107,10 @@ def test_regression_stsb(minilm_tf1, tmp_path):
     results = _results(out)
     assert float(results["eval_pearson"]) > 0.8 and float(results["eval_spearman"]) > 0.7
     assert "eval_accuracy" not in results
+    # The final evaluation's history line: Spearman, and no class counts for a regression.
+    (entry,) = read_eval_history(out)
+    assert entry["metric"] == "eval_spearman" and "predicted_classes" not in entry
+    assert entry["value"] == pytest.approx(float(results["eval_spearman"]), abs=1e-6)
     rows = _rows(out / "STS-B.tsv")
     values = [float(r[1]) for r in rows[1:]]
     assert len(values) == 40 and all(0.0 <= v <= 5.0 for v in values)

@@ -3,12 +3,14 @@
 
 import csv
 import os
+import re
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from data.dev_metrics import read_eval_history, read_eval_results
 from data.glue.processors import get_processor
 from data.tokenization.full_tokenizer import FullTokenizer
 from modeling import tf1_checkpoint
@@ -55,6 +57,7 @@ def windows_run(tmp_path_factory):
             "--do_predict",
             "--train_batch_size=8",
             "--num_train_epochs=2",
+            "--eval_every_steps=40",
             "--learning_rate=1e-3",
             f"--output_dir={out}",
         ],
@@ -126,3 +129,16 @@ def test_metrics_are_per_example(windows_run):
     loss = -np.log(mean[np.arange(len(labels)), labels]).mean()
     assert float(results["eval_loss"]) == pytest.approx(loss, abs=1e-5)
     assert "Num windows = " in windows_run["stderr"]
+
+
+def test_dev_evaluations_are_per_example(windows_run):
+    """The dev evaluation during training is the final one's: metrics and predicted classes
+    per example, not per window."""
+    out = windows_run["out"]
+    history = read_eval_history(out)
+    steps = int(re.search(r"Num steps = (\d+)", windows_run["stderr"]).group(1))
+    assert [e["step"] for e in history] == [*range(40, steps, 40), steps]
+    assert len(history) > 1
+    assert all(sum(e["predicted_classes"].values()) == 10 for e in history)
+    final = read_eval_results(out)
+    assert history[-1]["results"] == pytest.approx(final, abs=1e-6)

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 from seqeval.metrics import f1_score, precision_score, recall_score
 
+from data.dev_metrics import read_eval_history
 from data.ner.conll import read_conll
 from modeling import tf1_checkpoint
 from modeling.config import BertConfig
@@ -118,6 +119,8 @@ def test_ner_task_loss_is_the_mean_over_labelled_positions(original_gelu):
 
 def test_conll_2003_end_to_end_with_document_context(minilm_tf1, tmp_path):
     out = tmp_path / "out"
+    sentences = len(read_conll(os.path.join(CONLL, "train.txt"), "required").sentences)
+    steps = int(sentences / 16 * 3)
     result = _run(
         minilm_tf1,
         out,
@@ -126,10 +129,9 @@ def test_conll_2003_end_to_end_with_document_context(minilm_tf1, tmp_path):
         "--do_predict",
         "--document_context=true",
         "--num_train_epochs=3",
+        f"--eval_every_steps={steps // 2}",
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    sentences = len(read_conll(os.path.join(CONLL, "train.txt"), "required").sentences)
-    steps = int(sentences / 16 * 3)
     assert f"Num steps = {steps}" in result.stderr
     assert "not in the checkpoint, kept as initialised: cls/ner/output_weights" in result.stderr
     with open(out / "labels.txt") as f:
@@ -156,6 +158,17 @@ def test_conll_2003_end_to_end_with_document_context(minilm_tf1, tmp_path):
     # MiniLM on 472 sentences reached 0.52 here.
     assert results["eval_f1"] > 0.3, results
     assert results["eval_loss"] < 0.5
+    # A dev evaluation halfway and the final one, scored by conlleval's entity F1.
+    history = read_eval_history(out)
+    assert [e["step"] for e in history] == [*range(steps // 2, steps, steps // 2), steps]
+    assert {e["metric"] for e in history} == {"eval_f1"}
+    assert history[-1]["results"] == pytest.approx(results, abs=1e-6)
+    words = sum(
+        len(s.words) for s in read_conll(os.path.join(CONLL, "dev.txt"), "required").sentences
+    )
+    assert all(sum(e["predicted_classes"].values()) == words for e in history)
+    best = _results(out / "best_checkpoint" / "eval_results.txt")
+    assert best["eval_f1"] == pytest.approx(max(e["value"] for e in history), abs=1e-6)
 
     gold, predicted = _check_aligned(
         os.path.join(CONLL, "dev.txt"), out / "eval_predictions.txt", labels

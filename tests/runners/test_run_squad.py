@@ -8,6 +8,7 @@ import sys
 import pytest
 from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
 
+from data.dev_metrics import read_eval_history, read_eval_results
 from tests.helpers.scripts import REPO, run_in_repo
 from tests.helpers.squad_tasks import write_squad
 
@@ -53,6 +54,8 @@ def trained(minilm_tf1, tmp_path_factory):
     dev = write_squad(root / "dev.json", num_paragraphs=30, seed=3, unanswerable=0.5)
     out = root / "out"
     files = [f"--train_file={root / 'train.json'}", f"--predict_file={root / 'dev.json'}"]
+    questions = sum(len(p["qas"]) for p in train["data"][0]["paragraphs"])
+    steps = int(questions / 16 * 3)
     # At 1e-4 (enough for 1.1) the loss on these 2.0 data can spike early and the model then
     # answers every question of a paragraph alike (seen on one machine, not on another).
     result = _run(
@@ -63,17 +66,25 @@ def trained(minilm_tf1, tmp_path_factory):
         "--do_eval",
         "--num_train_epochs=3",
         "--learning_rate=5e-5",
+        # Dev evaluations halfway and at the end (eval_history.jsonl, best_checkpoint/).
+        f"--eval_every_steps={steps // 2}",
         *files,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    questions = sum(len(p["qas"]) for p in train["data"][0]["paragraphs"])
-    return {
-        "out": out,
-        "dev": dev,
-        "files": files,
-        "stderr": result.stderr,
-        "steps": int(questions / 16 * 3),
-    }
+    return {"out": out, "dev": dev, "files": files, "stderr": result.stderr, "steps": steps}
+
+
+def test_dev_evaluations_score_f1(trained):
+    """Every dev evaluation is the official F1 on --predict_file; the last is eval_results'."""
+    steps, out = trained["steps"], trained["out"]
+    history = read_eval_history(out)
+    assert [e["step"] for e in history] == [*range(steps // 2, steps, steps // 2), steps]
+    assert {e["metric"] for e in history} == {"f1"}
+    assert all("predicted_classes" not in e for e in history)
+    final = read_eval_results(out)
+    assert history[-1]["value"] == pytest.approx(final["f1"], abs=1e-4)
+    best = read_eval_results(out / "best_checkpoint")
+    assert best["f1"] == pytest.approx(max(e["value"] for e in history), abs=1e-4)
 
 
 def test_fine_tuning_answers_squad_1_1(minilm_tf1, trained, tmp_path):

@@ -94,6 +94,10 @@ def test_a_setting_that_cannot_work_is_refused(values, message):
             {**_PRETRAINING, "max_predictions_per_seq": 129},
             "--max_predictions_per_seq=129 is larger than the sequence (--max_seq_length=128)",
         ),
+        # Options that the rest of the command line leaves without effect.
+        ({"eval_every_steps": 10, "do_train": True, "do_eval": False}, "needs --do_train and"),
+        ({"eval_every_steps": 10, "do_train": False, "do_eval": True}, "needs --do_train and"),
+        ({"adam_bias_correction": True, "optimizer": "lamb"}, "lamb always corrects the bias"),
     ],
 )
 def test_a_setting_the_original_ran_runs_with_one_warning(values, warning, caplog):
@@ -123,6 +127,9 @@ def test_a_setting_the_original_ran_runs_with_one_warning(values, warning, caplo
         # with --long_inputs=windows.
         {"max_seq_length": None, "doc_stride": None, "num_gpus": None},
         {**_SQUAD, "max_seq_length": 16, "doc_stride": 200, "task": "classifier"},
+        {"eval_every_steps": 10, "do_train": True, "do_eval": True},
+        {"eval_every_steps": 0, "do_train": True, "do_eval": False},
+        {"adam_bias_correction": True, "optimizer": "adamw"},
     ],
 )
 def test_settings_that_work_pass_without_a_warning(values):
