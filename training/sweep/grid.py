@@ -7,6 +7,7 @@ trial. TensorFlow-free.
 """
 
 import dataclasses
+import difflib
 import itertools
 import os
 import subprocess
@@ -257,7 +258,7 @@ def check_grid(grid, command, restarts, vary, known_flags):
     name = os.path.basename(command.script)
     for flag in grid:
         if flag not in known_flags:
-            close = sorted(f for f in known_flags if flag in f or f in flag)[:3]
+            close = difflib.get_close_matches(flag, list(known_flags), n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise UserError(f"--grid={flag}=...: {name} has no flag --{flag}{hint}.")
         if flag in SWEEP_OWNED:
