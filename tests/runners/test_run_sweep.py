@@ -179,7 +179,14 @@ def test_grid_times_restarts_survives_a_kill_and_shares_the_work(data, tmp_path)
 def test_a_failing_trial_does_not_stop_the_sweep(data, tmp_path):
     sweep_dir = tmp_path / "sweep"
     # 100 is longer than the tiny model's 64 positions: that trial's runner refuses it.
-    cmd = _sweep(sweep_dir, data, "--grid=max_seq_length=16,100", drop=("--max_seq_length",))
+    # Two trials at once, one per device (CUDA_VISIBLE_DEVICES; on this CPU both run on it).
+    cmd = _sweep(
+        sweep_dir,
+        data,
+        "--grid=max_seq_length=16,100",
+        "--devices=0,1",
+        drop=("--max_seq_length",),
+    )
     result = run_in_repo(cmd, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((sweep_dir / "sweep_results.json").read_text())
@@ -189,6 +196,11 @@ def test_a_failing_trial_does_not_stop_the_sweep(data, tmp_path):
     assert status["100"]["error"].startswith("run_classifier.py: error: ")
     assert "sequence length 100" in status["100"]["error"]
     assert re.search(r"failed: run_classifier.py: error: .*sequence length 100", result.stderr)
+    devices = {
+        re.search(r"on device (\d)", (sweep_dir / "trials" / t["key"] / "trial.log").read_text())[1]
+        for t in report["trials"]
+    }
+    assert devices == {"0", "1"}
 
 
 @pytest.mark.parametrize(

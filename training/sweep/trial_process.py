@@ -72,7 +72,9 @@ class TrialProcess:
         if self.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(self.device)
         log = open(self.log_path, "a")
-        log.write(f"==== run_sweep.py: {time.strftime('%Y-%m-%d %H:%M:%S')} {self.argv}\n")
+        device = "" if self.device is None else f" on device {self.device}"
+        when = time.strftime("%Y-%m-%d %H:%M:%S")
+        log.write(f"==== run_sweep.py: {when}{device} {self.argv}\n")
         log.flush()
         process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=env)
         log.close()
