@@ -149,6 +149,7 @@ def data(tmp_path_factory):
 # other has finished; started first, the short modules fill in around them.
 _LONGEST_FIRST = (
     "tests/runners/test_run_pretraining.py",
+    "tests/runners/test_run_sweep.py",
     "tests/runners/test_run_ner.py",
     "tests/runners/test_run_squad.py",
     "tests/serving/test_export_classifier.py",
@@ -157,6 +158,7 @@ _LONGEST_FIRST = (
     "tests/serving/test_export_squad.py",
     "tests/modeling/test_formats.py",
     "tests/runners/test_run_classifier.py",
+    "tests/runners/test_eval_every_steps.py",
     "tests/benchmarks/test_accelerator_check.py",
 )
 
