@@ -5,7 +5,8 @@ documents, one `random.Random(random_seed)` drawn in the same order (original_re
 §5.4), so the TFRecords hold the same examples in the same order and files. Every instance is
 held until the original's final shuffle. Records are serialised deterministically, so files are
 byte-reproducible. The fast mode (`num_workers` > 0, `data.pretraining.fast`) streams parallel
-shards with flat memory: the same statistics, other records.
+shards with flat memory: the same statistics, other records; `beam` runs the fast mode's work
+as an Apache Beam pipeline, with the fast mode's files.
 
 Example:
   options = PretrainingOptions(max_seq_length=128, max_predictions_per_seq=20, dupe_factor=5)
@@ -60,7 +61,15 @@ def write_instances(corpus, store, instance_order, vocab, options, outputs):
     return len(instance_order)
 
 
-def create_pretraining_data(input_file, output_file, vocab_file, options, num_workers=0):
+def create_pretraining_data(
+    input_file,
+    output_file,
+    vocab_file,
+    options,
+    num_workers=0,
+    beam=False,
+    beam_pipeline_options="",
+):
     """Turns text files into MLM/NSP TFRecords, as `create_pretraining_data.py` does.
 
     Args:
@@ -71,6 +80,10 @@ def create_pretraining_data(input_file, output_file, vocab_file, options, num_wo
       options: `PretrainingOptions`.
       num_workers: 0 for the faithful mode; N > 0 for the parallel streaming mode of
         `data.pretraining.fast` (same statistics, different records).
+      beam: Run the fast mode's work as an Apache Beam pipeline
+        (`data.pretraining.beam_pipeline`): the fast mode's files, on any runner.
+      beam_pipeline_options: Beam's own options (e.g. "--runner=DataflowRunner ..."); without
+        a runner, Beam's in-process runner, with `num_workers` processes if above 1.
 
     Returns:
       The number of instances written.
@@ -85,11 +98,19 @@ def create_pretraining_data(input_file, output_file, vocab_file, options, num_wo
     if not output_files:
         raise ValueError("--output_file names no file; pass one or more comma-separated paths.")
     vocab = corpus_lib.Vocabulary(vocab_file)
-    # In the original's order: the faithful mode reads documents as it did.
-    input_files = expand_file_patterns(input_file, as_original=True)
+    # In the original's order: the faithful mode reads documents as it did. The other modes
+    # sort each pattern's matches, so a glob gives the same records on every file system.
+    faithful = num_workers == 0 and not beam
+    input_files = expand_file_patterns(input_file, as_original=faithful)
     logging.info("*** Reading from input files ***")
     for path in input_files:
         logging.info("  %s", path)
+    if beam:
+        from data.pretraining import beam_pipeline  # Apache Beam is an optional dependency
+
+        return beam_pipeline.run(
+            input_files, output_files, vocab, options, num_workers, beam_pipeline_options
+        )
     if num_workers > 0:
         return fast.run(input_files, output_files, vocab, options, num_workers)
     with AtomicOutputs(output_files) as outputs:
