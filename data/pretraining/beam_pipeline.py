@@ -22,6 +22,7 @@ would give other files on every run.
 """
 
 import collections
+import json
 import os
 import re
 import shlex
@@ -39,15 +40,16 @@ from data.pretraining.instances import LOGGED_EXAMPLES
 from data.records.tfrecord_writer import open_for_writing
 from fileio.atomic import exists, move_file, remove_file, write_atomically
 from fileio.errors import UserError
-from fileio.reading import file_size, is_dir, is_remote
+from fileio.reading import file_size, is_dir, is_remote, open_for_reading
 
 # Beam's in-process runner; Beam's default local runner (Prism) downloads a program first.
 LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
 _NAMESPACE = "create_pretraining_data"
 _COUNTERS = ("bytes", "documents", "instances")
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# The message of a project error inside the text of a runner's failure.
-_ERROR_LINE = re.compile(r"(?:ValueError|UserError): ([^\n]+)")
+# The message of a project error inside the text of a runner's failure, without the step's name
+# that Beam adds.
+_ERROR_LINE = re.compile(r"(?:ValueError|UserError): (.+?)(?: \[while running '[^']*'\])*$", re.M)
 
 
 def pipeline_arguments(pipeline_options, num_workers):
@@ -98,26 +100,30 @@ class _ProcessShard(beam.DoFn):
             # This worker's share: with several workers, each reports its own.
             self._last_report = now
             fast.log_progress(self._stats, self._total_bytes, now - self._start)
-        yield index, (blob, list(ends), num_documents, log_lines)
+        yield index, (blob, list(ends), num_documents, log_lines, size)
 
 
 def _layout(counts):
-    """Each shard's first record number, and the totals, from (index, instances, documents)."""
-    offsets, total, documents = {}, 0, 0
-    for index, instances, shard_documents in sorted(counts):
-        offsets[index] = total
-        total += instances
-        documents += shard_documents
-    return {"offsets": offsets, "instances": total, "documents": documents}
+    """Each shard's first record number, and the totals, from (index, instances, documents,
+    bytes) of every shard."""
+    offsets, totals = {}, dict.fromkeys(_COUNTERS, 0)
+    for index, instances, documents, size in sorted(counts):
+        offsets[index] = totals["instances"]
+        totals["instances"] += instances
+        totals["documents"] += documents
+        totals["bytes"] += size
+    return {"offsets": offsets, **totals}
 
 
 def _deal(result, layout, num_outputs):
     """Yields (output index, (shard index, framed records)) as the fast mode's writer deals."""
-    index, (blob, ends, _, log_lines) = result
+    index, (blob, ends, _, log_lines, _) = result
     first = layout["offsets"][index]
     for lines in log_lines[: max(0, LOGGED_EXAMPLES - first)]:
         for line in lines:
             logging.info("%s", line)
+    if not ends:
+        return
     view, starts = memoryview(blob), [0, *ends[:-1]]
     for output in range(num_outputs):
         # Record i of the shard is record first + i of the run, which goes to output
@@ -130,9 +136,10 @@ def _deal(result, layout, num_outputs):
 
 
 def temporary_paths(output_files, run_id):
-    """The temporary file beside each output for the run `run_id` (fixed for the run)."""
+    """The temporary file beside each output for the run `run_id` (fixed for the run), and
+    last, beside the first output, the file of the run's totals."""
     paths = []
-    for path in output_files:
+    for path in [*output_files, os.path.join(os.path.dirname(output_files[0]), "totals.json")]:
         directory, name = os.path.split(path)
         paths.append(os.path.join(directory, f".tmp-beam-{run_id}-{name}"))
     return paths
@@ -166,12 +173,16 @@ def _finalize(_, written, layout, input_files, output_files, temporary):
     if not layout["documents"]:
         raise fast.no_text_error(input_files)
     written = set(written)
-    for output, (path, temp) in enumerate(zip(output_files, temporary, strict=True)):
+    for output, (path, temp) in enumerate(zip(output_files, temporary[:-1], strict=True)):
         if output not in written:
             write_atomically(path, b"")
         elif exists(temp):
             move_file(temp, path)
         # else: an earlier attempt of this step moved it already.
+    # For the driver's final lines: counters may count a retried bundle twice, and some runners
+    # report no metrics at all; a retried attempt of this step writes the same file.
+    with open_for_writing(temporary[-1]) as writer:
+        writer.write(json.dumps({name: layout[name] for name in _COUNTERS}).encode("utf-8"))
     yield len(output_files)
 
 
@@ -188,7 +199,7 @@ def build(pipeline, input_files, output_files, vocab, options, temporary, total_
     )
     layout = beam.pvalue.AsSingleton(
         results
-        | "Count" >> beam.Map(lambda result: (result[0], len(result[1][1]), result[1][2]))
+        | "Count" >> beam.Map(lambda r: (r[0], len(r[1][1]), r[1][2], r[1][4]))
         | "Gather" >> beam.combiners.ToList()
         | "Layout" >> beam.Map(_layout)
     )
@@ -226,16 +237,18 @@ def _check_outputs(output_files):
 
 
 def _counters(result):
+    """This pipeline's counters so far, or None where the runner does not report them."""
     totals = dict.fromkeys(_COUNTERS, 0)
     try:
         found = result.metrics().query(MetricsFilter().with_namespace(_NAMESPACE))["counters"]
-    except (NotImplementedError, AttributeError):
+    except (NotImplementedError, AttributeError, KeyError):
         return None
-    for counter in found:
-        if counter.key.metric.name in totals:
-            value = counter.committed if counter.committed is not None else counter.attempted
-            totals[counter.key.metric.name] += value or 0
-    return totals
+    for metric in found:
+        name = metric.key.metric.name
+        value = metric.committed if metric.committed is not None else metric.attempted
+        if name in totals and value is not None:
+            totals[name] += value
+    return totals if found else None
 
 
 def _wait(result, total_bytes, start):
@@ -245,7 +258,7 @@ def _wait(result, total_bytes, start):
             result.wait_until_finish(duration=int(fast.PROGRESS_SECONDS * 1000))
         except NotImplementedError:  # runners that can only wait to the end
             result.wait_until_finish()
-        stats = _counters(result) if not PipelineState.is_terminal(result.state) else None
+        stats = None if PipelineState.is_terminal(result.state) else _counters(result)
         if stats:
             fast.log_progress(stats, total_bytes, time.monotonic() - start)
     if result.state != PipelineState.DONE:
@@ -257,9 +270,8 @@ def _wait(result, total_bytes, start):
 
 def _user_error(err):
     """The project's error for a pipeline failure: the message a step raised, if there is one."""
-    if isinstance(err, ValueError):
-        return err
-    messages = _ERROR_LINE.findall(str(err))
+    text = f"ValueError: {err}" if isinstance(err, ValueError) else str(err)
+    messages = _ERROR_LINE.findall(text)
     return UserError(messages[-1]) if messages else None
 
 
@@ -306,9 +318,11 @@ def run(input_files, output_files, vocab, options, num_workers, pipeline_options
         if error is None:
             raise
         raise error from err
-    stats = _counters(result)
-    if stats is not None:
-        fast.log_totals(stats, time.monotonic() - start)
-        logging.info("Wrote %d total instances", stats["instances"])
-        return stats["instances"]
-    return None
+    try:
+        with open_for_reading(temporary[-1]) as reader:
+            stats = json.loads(reader.read())
+    finally:
+        remove_file(temporary[-1])
+    fast.log_totals(stats, time.monotonic() - start)
+    logging.info("Wrote %d total instances", stats["instances"])
+    return stats["instances"]
