@@ -70,6 +70,13 @@ flags.DEFINE_string(
     '--region=R --temp_location=gs://B/tmp --setup_file=./setup.py".',
 )
 
+flags.DEFINE_integer(
+    "output_shards",
+    0,
+    "0: --output_file lists the output files. N > 0: --output_file is one prefix and the "
+    "outputs are its N shards <prefix>-00000-of-0000N ... (as Beam and TFDS name them).",
+)
+
 
 def main(_):
     log_at_info(FLAGS)
@@ -83,6 +90,7 @@ def main(_):
         FLAGS.num_workers,
         FLAGS.beam,
         FLAGS.beam_pipeline_options,
+        FLAGS.output_shards,
     )
 
 

@@ -61,6 +61,28 @@ def write_instances(corpus, store, instance_order, vocab, options, outputs):
     return len(instance_order)
 
 
+def output_file_names(output_file, output_shards=0):
+    """The output files: `output_file`'s comma-separated paths, or with `output_shards` N > 0
+    the N files `<output_file>-00000-of-0000N` ..., Beam's and TFDS's names of shards.
+
+    Raises:
+      ValueError: If no file is named, or a prefix is not one path.
+    """
+    if output_shards < 0:
+        raise ValueError(f"--output_shards must be 0 or more, got {output_shards}.")
+    output_files = [path for path in (output_file or "").split(",") if path]
+    if not output_files:
+        raise ValueError("--output_file names no file; pass one or more comma-separated paths.")
+    if not output_shards:
+        return output_files
+    if len(output_files) > 1:
+        raise ValueError(
+            f"--output_shards={output_shards} takes one --output_file prefix, got "
+            f"{len(output_files)} paths; pass one prefix, e.g. gs://bucket/data/train.tfrecord."
+        )
+    return [f"{output_files[0]}-{i:05d}-of-{output_shards:05d}" for i in range(output_shards)]
+
+
 def create_pretraining_data(
     input_file,
     output_file,
@@ -69,6 +91,7 @@ def create_pretraining_data(
     num_workers=0,
     beam=False,
     beam_pipeline_options="",
+    output_shards=0,
 ):
     """Turns text files into MLM/NSP TFRecords, as `create_pretraining_data.py` does.
 
@@ -84,6 +107,8 @@ def create_pretraining_data(
         (`data.pretraining.beam_pipeline`): the fast mode's files, on any runner.
       beam_pipeline_options: Beam's own options (e.g. "--runner=DataflowRunner ..."); without
         a runner, Beam's in-process runner, with `num_workers` processes if above 1.
+      output_shards: 0: `output_file` lists the outputs; N > 0: `output_file` is one prefix
+        and the outputs are `<prefix>-00000-of-0000N` ... (`output_file_names`).
 
     Returns:
       The number of instances written.
@@ -94,9 +119,7 @@ def create_pretraining_data(
     options.validate()
     if num_workers < 0:
         raise ValueError(f"--num_workers must be 0 (faithful mode) or more, got {num_workers}.")
-    output_files = [path for path in output_file.split(",") if path]
-    if not output_files:
-        raise ValueError("--output_file names no file; pass one or more comma-separated paths.")
+    output_files = output_file_names(output_file, output_shards)
     vocab = corpus_lib.Vocabulary(vocab_file)
     # In the original's order: the faithful mode reads documents as it did. The other modes
     # sort each pattern's matches, so a glob gives the same records on every file system.

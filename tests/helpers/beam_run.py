@@ -51,6 +51,7 @@ def _fail_once(directory):
 
 def main(path):
     logging.set_verbosity(logging.INFO)
+    fast.PROGRESS_SECONDS = 0.0  # a progress line after every shard
     with open(path, encoding="utf-8") as reader:
         jobs = json.load(reader)
     for job in jobs:

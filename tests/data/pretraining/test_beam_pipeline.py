@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from data.pretraining import fast as fast_mode
-from data.pretraining.create import create_pretraining_data
+from data.pretraining.create import create_pretraining_data, output_file_names
 from tests.data.pretraining.test_pretraining_data import _documents, _text, _write_vocab
 from tests.helpers.paths import REPO
 from tests.helpers.pretraining_options import ORIGINAL_DEFAULTS, pretraining_options
@@ -150,6 +150,7 @@ def test_beam_writes_the_fast_mode_files(name, beam_python, corpus, tmp_path, mo
     totals = re.findall(r"MB/s\): (\d+ documents, \d+ instances)", log)
     assert totals == [_fast_totals(caplog)] * len(runs)
     assert log.count(f"Wrote {total} total instances") == len(runs)
+    assert re.search(r"Read [\d.]+ of [\d.]+ MB \([\d.]+ MB/s, ETA \d+ s\): \d+ documents", log)
     for run in runs:
         for fast_file, beam_file in zip(expected, outputs[run], strict=True):
             assert _parsed(beam_file) == _parsed(fast_file), (run, beam_file)
@@ -202,15 +203,27 @@ def test_runner_script_beam_run_and_its_error_sentence(beam_python, corpus, tmp_
     (tmp_path / "empty.txt").write_text("\n  \n\n", encoding="utf-8")
     (tmp_path / "out").mkdir()
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    flags = dict(dupe_factor=1, max_seq_length=64)
     base = [
         beam_python, "create_pretraining_data.py", f"--vocab_file={corpus / 'vocab.txt'}",
-        "--beam", "--num_workers=2", "--dupe_factor=1", "--max_seq_length=64",
+        "--beam", "--num_workers=2", *(f"--{key}={value}" for key, value in flags.items()),
     ]  # fmt: skip
     good = subprocess.run(
-        [*base, f"--input_file={corpus / 'part_*.txt'}", f"--output_file={tmp_path}/out/a.tf"],
+        [*base, f"--input_file={corpus / 'part_*.txt'}", f"--output_file={tmp_path}/out/a.tf",
+         "--output_shards=2"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert good.returncode == 0, good.stderr[-3000:]
+    outputs = [tmp_path / "out" / f"a.tf-0000{i}-of-00002" for i in range(2)]
+    expected = [tmp_path / f"fast_{i}.tfrecord" for i in range(2)]
+    create_pretraining_data(
+        str(corpus / "part_*.txt"),
+        ",".join(map(str, expected)),
+        str(corpus / "vocab.txt"),
+        pretraining_options(**flags),
+        num_workers=1,
+    )
+    assert [path.read_bytes() for path in outputs] == [path.read_bytes() for path in expected]
     bad = subprocess.run(
         [*base, f"--input_file={tmp_path / 'empty.txt'}", f"--output_file={tmp_path}/out/b.tf"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False,
@@ -221,4 +234,16 @@ def test_runner_script_beam_run_and_its_error_sentence(beam_python, corpus, tmp_
     assert last.endswith(
         "hold no text. Write one sentence per line and a blank line between documents."
     )
-    assert os.listdir(tmp_path / "out") == ["a.tf"]
+    # No output and no temporary file of the failed run.
+    assert sorted(os.listdir(tmp_path / "out")) == [path.name for path in outputs]
+
+
+def test_output_shards_are_named_as_beam_names_them():
+    assert output_file_names("gs://b/train.tfrecord", 3) == [
+        "gs://b/train.tfrecord-00000-of-00003",
+        "gs://b/train.tfrecord-00001-of-00003",
+        "gs://b/train.tfrecord-00002-of-00003",
+    ]
+    assert output_file_names("a.tf,b.tf") == ["a.tf", "b.tf"]
+    with pytest.raises(ValueError, match="takes one --output_file prefix, got 2 paths"):
+        output_file_names("a.tf,b.tf", 2)
