@@ -27,6 +27,7 @@ from data.pretraining.instances import (
     example_log_lines,
 )
 from data.records.tfrecord_writer import AtomicOutputs, frame_records
+from fileio.errors import UserError
 from fileio.patterns import expand_file_patterns
 
 # Records encoded per write call.
@@ -129,7 +130,17 @@ def create_pretraining_data(
     for path in input_files:
         logging.info("  %s", path)
     if beam:
-        from data.pretraining import beam_pipeline  # Apache Beam is an optional dependency
+        try:
+            from data.pretraining import beam_pipeline  # Apache Beam is an optional dependency
+        except ModuleNotFoundError as err:
+            if err.name != "apache_beam":
+                raise
+            raise UserError(
+                "--beam needs Apache Beam, which this Python does not have: make an environment "
+                "for it (python -m venv .venv-beam && .venv-beam/bin/pip install -r "
+                "requirements-beam.txt -c constraints-beam.txt) and run the command with "
+                ".venv-beam/bin/python."
+            ) from None
 
         return beam_pipeline.run(
             input_files, output_files, vocab, options, num_workers, beam_pipeline_options

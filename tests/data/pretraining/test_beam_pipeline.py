@@ -140,9 +140,11 @@ def test_beam_writes_the_fast_mode_files(name, beam_python, corpus, tmp_path, mo
     caplog.set_level("INFO", logger="absl")
     expected = [tmp_path / f"fast_{i}.tfrecord" for i in range(3)]
     total = _run_fast(corpus, expected, flags, monkeypatch)
-    runs = {"in_process": _IN_PROCESS, "two_processes": _TWO_PROCESSES}
+    runs = {"in_process": _IN_PROCESS, "two_processes": _TWO_PROCESSES, "reversed": _IN_PROCESS}
     outputs = {run: [tmp_path / f"{run}_{i}.tfrecord" for i in range(3)] for run in runs}
     jobs = [_job(corpus, outputs[run], flags, options) for run, options in runs.items()]
+    # The file system lists the glob's files the other way round: the same files.
+    jobs[-1]["reverse_listing"] = True
     results, log = _run_beam(beam_python, tmp_path, jobs)
     assert results == [{"total": total}] * len(runs)
     # The fast mode's log: its first 20 examples and its final statistics, once per run.
@@ -156,7 +158,7 @@ def test_beam_writes_the_fast_mode_files(name, beam_python, corpus, tmp_path, mo
             assert _parsed(beam_file) == _parsed(fast_file), (run, beam_file)
             assert beam_file.read_bytes() == fast_file.read_bytes(), (run, beam_file)
     # Nothing but the outputs in the directory: no temporary file is left.
-    assert len(os.listdir(tmp_path)) == 3 * 3 + 1
+    assert len(os.listdir(tmp_path)) == 3 * (len(runs) + 1) + 1
 
 
 def test_a_glob_reads_in_sorted_order_whatever_the_listing(corpus, tmp_path, monkeypatch):
@@ -247,3 +249,22 @@ def test_output_shards_are_named_as_beam_names_them():
     assert output_file_names("a.tf,b.tf") == ["a.tf", "b.tf"]
     with pytest.raises(ValueError, match="takes one --output_file prefix, got 2 paths"):
         output_file_names("a.tf,b.tf", 2)
+
+
+def test_beam_without_beam_installed_is_one_sentence(corpus, tmp_path):
+    try:
+        import apache_beam  # noqa: F401
+
+        pytest.skip("Apache Beam is installed in this interpreter")
+    except ImportError:
+        pass
+    result = subprocess.run(
+        [sys.executable, "create_pretraining_data.py", "--beam",
+         f"--input_file={corpus / 'part_*.txt'}", f"--output_file={tmp_path}/a.tfrecord",
+         f"--vocab_file={corpus / 'vocab.txt'}"],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("create_pretraining_data.py: error: --beam needs Apache Beam")
+    assert os.listdir(tmp_path) == []
