@@ -5,7 +5,9 @@ Input: one sentence per line, a blank line between documents. With the default
 the same flags and seed (same examples, order and files), in byte-reproducible files. With
 `--num_workers=N` the corpus is processed in parallel shards and streamed to disk: much faster,
 memory independent of the corpus size, the same statistics but not the same records. Use the
-fast mode for large corpora and the default to reproduce the original.
+fast mode for large corpora and the default to reproduce the original. With `--beam` the
+fast mode's work runs as an Apache Beam pipeline (locally, or on Dataflow, Flink or Spark with
+`--beam_pipeline_options`) and writes the fast mode's files.
 
 Example:
 
@@ -54,13 +56,41 @@ flags.DEFINE_integer(
     "statistics, different records.",
 )
 
+flags.DEFINE_bool(
+    "beam",
+    False,
+    "Run the fast mode's work as an Apache Beam pipeline (pip install -r requirements-beam.txt "
+    "-c constraints-beam.txt): the fast mode's files, on Beam's in-process runner (with "
+    "--num_workers processes) or on the runner --beam_pipeline_options names.",
+)
+flags.DEFINE_string(
+    "beam_pipeline_options",
+    "",
+    "With --beam: Beam's own options, e.g. \"--runner=DataflowRunner --project=P "
+    '--region=R --temp_location=gs://B/tmp --setup_file=./setup.py".',
+)
+
+flags.DEFINE_integer(
+    "output_shards",
+    0,
+    "0: --output_file lists the output files. N > 0: --output_file is one prefix and the "
+    "outputs are its N shards <prefix>-00000-of-0000N ... (as Beam and TFDS name them).",
+)
+
 
 def main(_):
     log_at_info(FLAGS)
     check_flags(FLAGS)
     options = settings_from_flags(PretrainingOptions, FLAGS)
     create_pretraining_data(
-        FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, options, FLAGS.num_workers
+        FLAGS.input_file,
+        FLAGS.output_file,
+        FLAGS.vocab_file,
+        options,
+        FLAGS.num_workers,
+        FLAGS.beam,
+        FLAGS.beam_pipeline_options,
+        FLAGS.output_shards,
     )
 
 

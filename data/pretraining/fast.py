@@ -38,7 +38,7 @@ from data.pretraining.instances import (
 )
 from data.pretraining.masking import sample_masked_lm_predictions
 from data.records.tfrecord_writer import AtomicOutputs, frame_records
-from fileio.reading import file_size
+from fileio.reading import file_size, open_for_reading
 
 # A shard ends at the first blank line after both of these; fixed sizes keep memory flat and
 # the output independent of the number of workers. Eight documents or more give the random
@@ -48,9 +48,14 @@ _SHARD_DOCUMENTS = 8
 # Without such a blank line, a shard is cut at the last blank line (or line end) once it is
 # this many times too long.
 _FORCED_CUT_FACTOR = 64
-_PROGRESS_SECONDS = 5.0
+PROGRESS_SECONDS = 5.0
 # A blank line: only whitespace that `str.strip` removes (carriage returns are dropped anyway).
 _BLANK_LINE = re.compile(rb"\n[ \t\r\f\v]*\n")
+
+
+def shard_sizes():
+    """(shard bytes, shard documents): where shards end, as `run` cuts them."""
+    return _SHARD_BYTES, _SHARD_DOCUMENTS
 
 
 def iter_shards(input_files, shard_bytes=_SHARD_BYTES, shard_documents=_SHARD_DOCUMENTS):
@@ -69,23 +74,80 @@ def iter_shards(input_files, shard_bytes=_SHARD_BYTES, shard_documents=_SHARD_DO
     Raises:
       ValueError: If a file cannot be read.
     """
+    for data, _ in iter_shard_spans(input_files, shard_bytes, shard_documents):
+        yield data
+
+
+def iter_shard_spans(input_files, shard_bytes=_SHARD_BYTES, shard_documents=_SHARD_DOCUMENTS):
+    """Yields each shard of `iter_shards` with where its bytes lie in the input files.
+
+    Yields:
+      (shard bytes, spans): `spans` is a tuple of `(path, start, end)`, byte ranges of the
+      input files whose concatenation is the shard; `(None, 0, 1)` stands for the "\\n" added
+      after a file that does not end with one (see `read_spans`).
+    """
     buffer = bytearray()
+    spans = collections.deque()  # [path, start, end] of the buffer's bytes, in order
     for path in input_files:
+        offset = 0
         try:
             for block in corpus_lib.read_blocks(path):
                 buffer += block
+                spans.append([path, offset, offset + len(block)])
+                offset += len(block)
                 while len(buffer) > shard_bytes:
                     cut = _cut(buffer, shard_bytes, shard_documents)
                     if not cut:
                         break
-                    yield bytes(buffer[:cut])
+                    yield bytes(buffer[:cut]), _take_spans(spans, cut)
                     del buffer[:cut]
         except OSError as err:
             raise ValueError(f"Cannot read input file {path!r}: {err.strerror}.") from None
         if buffer and not buffer.endswith(b"\n"):
             buffer += b"\n"
+            spans.append([None, 0, 1])
     if buffer:
-        yield bytes(buffer)
+        yield bytes(buffer), _take_spans(spans, len(buffer))
+
+
+def _take_spans(spans, length):
+    """Removes the first `length` bytes' spans from `spans`; returns them as tuples."""
+    taken = []
+    while length:
+        path, start, end = spans[0]
+        size = min(length, end - start)
+        taken.append((path, start, start + size))
+        length -= size
+        if start + size == end:
+            spans.popleft()
+        else:
+            spans[0][1] = start + size
+    return tuple(taken)
+
+
+def read_spans(spans):
+    """The bytes of a shard from its spans (see `iter_shard_spans`).
+
+    Raises:
+      ValueError: If a file cannot be read.
+    """
+    parts = []
+    for path, start, end in spans:
+        if path is None:
+            parts.append(b"\n")
+            continue
+        try:
+            with open_for_reading(path, binary=True) as reader:
+                reader.seek(start)
+                parts.append(reader.read(end - start))
+        except OSError as err:
+            raise ValueError(f"Cannot read input file {path!r}: {err.strerror}.") from None
+        if len(parts[-1]) != end - start:
+            raise ValueError(
+                f"Input file {path!r} changed while it was read (shorter than {end} bytes); "
+                "leave the input unchanged until the run ends."
+            )
+    return b"".join(parts)
 
 
 def _cut(buffer, shard_bytes, shard_documents):
@@ -119,7 +181,7 @@ class _EncodingStore(InstanceStore):
 _WORKER = {}
 
 
-def _init_worker(vocab, options):
+def init_worker(vocab, options):
     _WORKER["vocab"] = vocab
     _WORKER["options"] = options
     _WORKER["tokenizer"] = corpus_lib.LineTokenizer(vocab, options.do_lower_case)
@@ -213,21 +275,15 @@ def run(input_files, output_files, vocab, options, num_workers):
                 logging.info("%s", line)
         stats.update(instances=len(ends), documents=num_documents, bytes=size)
         now = time.monotonic()
-        if now - last_report >= _PROGRESS_SECONDS:
+        if now - last_report >= PROGRESS_SECONDS:
             last_report = now
-            rate = stats["bytes"] / max(now - start, 1e-9)
-            logging.info(
-                "Read %.1f of %.1f MB (%.2f MB/s, ETA %.0f s): %d documents, %d instances",
-                stats["bytes"] / 1e6, total_bytes / 1e6, rate / 1e6,
-                (total_bytes - stats["bytes"]) / max(rate, 1e-9),
-                stats["documents"], stats["instances"],
-            )  # fmt: skip
+            log_progress(stats, total_bytes, now - start)
 
     with AtomicOutputs(output_files) as outputs:
         logging.info("*** Writing to output files ***")
         for path in output_files:
             logging.info("  %s", path)
-        with _context().Pool(num_workers, _init_worker, (vocab, options)) as pool:
+        with _context().Pool(num_workers, init_worker, (vocab, options)) as pool:
             pending = collections.deque()
             shards = iter_shards(input_files, _SHARD_BYTES, _SHARD_DOCUMENTS)
             for shard_index, data in enumerate(shards):
@@ -237,15 +293,34 @@ def run(input_files, output_files, vocab, options, num_workers):
             while pending:
                 consume(*pending.popleft())
         if not stats["documents"]:
-            raise ValueError(
-                f"The input files {', '.join(input_files)} hold no text. Write one sentence per "
-                "line and a blank line between documents."
-            )
-        elapsed = time.monotonic() - start
-        logging.info(
-            "Read %.1f MB in %.1f s (%.2f MB/s): %d documents, %d instances",
-            stats["bytes"] / 1e6, elapsed, stats["bytes"] / 1e6 / max(elapsed, 1e-9),
-            stats["documents"], stats["instances"],
-        )  # fmt: skip
+            raise no_text_error(input_files)
+        log_totals(stats, time.monotonic() - start)
     logging.info("Wrote %d total instances", stats["instances"])
     return stats["instances"]
+
+
+def no_text_error(input_files):
+    """The error for input files without a document."""
+    return ValueError(
+        f"The input files {', '.join(input_files)} hold no text. Write one sentence per "
+        "line and a blank line between documents."
+    )
+
+
+def log_progress(stats, total_bytes, elapsed):
+    """Logs the progress line: `stats` counts bytes, documents and instances done so far."""
+    rate = stats["bytes"] / max(elapsed, 1e-9)
+    logging.info(
+        "Read %.1f of %.1f MB (%.2f MB/s, ETA %.0f s): %d documents, %d instances",
+        stats["bytes"] / 1e6, total_bytes / 1e6, rate / 1e6,
+        (total_bytes - stats["bytes"]) / max(rate, 1e-9), stats["documents"], stats["instances"],
+    )  # fmt: skip
+
+
+def log_totals(stats, elapsed):
+    """Logs the final statistics line of a run."""
+    logging.info(
+        "Read %.1f MB in %.1f s (%.2f MB/s): %d documents, %d instances",
+        stats["bytes"] / 1e6, elapsed, stats["bytes"] / 1e6 / max(elapsed, 1e-9),
+        stats["documents"], stats["instances"],
+    )  # fmt: skip

@@ -115,7 +115,8 @@ def frame_records(records):
     return framed
 
 
-def _open_for_writing(path):
+def open_for_writing(path):
+    """Opens `path` (local, or a URL of a TensorFlow file system) to write bytes."""
     if is_remote(path):
         import tensorflow as tf  # remote file systems only; local writing stays TF-free
 
@@ -148,7 +149,7 @@ class AtomicOutputs:
                     raise ValueError(f"Output file {path!r} is a directory; name a file instead.")
                 temp = stack.enter_context(atomic_output(path))
                 try:
-                    handle = _open_for_writing(temp)
+                    handle = open_for_writing(temp)
                 except OSError as err:
                     raise ValueError(
                         f"Cannot write output file {path!r}: {err.strerror}. Create its "

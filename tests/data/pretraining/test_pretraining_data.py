@@ -343,7 +343,7 @@ def _statistics(paths, input_bytes):
 def test_fast_mode_has_the_statistics_of_the_faithful_mode(corpus, tmp_path, monkeypatch, caplog):
     # Small shards, so that the corpus is cut into about ten.
     monkeypatch.setattr(fast_mode, "_SHARD_BYTES", 8 << 10)
-    monkeypatch.setattr(fast_mode, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(fast_mode, "PROGRESS_SECONDS", 0.0)
     size = os.path.getsize(corpus / "all.txt")
     faithful, _ = _run_ours(corpus, tmp_path / "faithful", "defaults")
     caplog.set_level("INFO", logger="absl")
