@@ -11,7 +11,7 @@ The original's command lines work unchanged, e.g.:
 
 Running the same command again after an interruption resumes from the last checkpoint in
 --output_dir. New flags: --strategy, --precision, --use_xla, --optimizer,
---num_accumulation_steps (see training/flags.py).
+--num_accumulation_steps, --gradient_checkpointing (see training/flags.py).
 """
 
 from absl import flags

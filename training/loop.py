@@ -55,7 +55,7 @@ class Trainer:
         self.plan = plan_batches(strategy, task, config)
         keras.mixed_precision.set_global_policy(config.precision)
         with strategy.scope():
-            self.model = task.build_model()
+            self.model = task.build_model(config.gradient_checkpointing)
             self.optimizer = create_optimizer(
                 config.learning_rate,
                 # Runs that only evaluate or predict have no schedule; it is never read then.

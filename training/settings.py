@@ -104,6 +104,7 @@ class TrainConfig:
     iterations_per_loop: int = 1000
     log_every_steps: int = 100
     num_accumulation_steps: int = 1
+    gradient_checkpointing: bool = False
     optimizer: str = "adamw"
     precision: str = "float32"
     use_xla: bool = False
