@@ -45,6 +45,8 @@ training_flags.define_training_flags()
 
 
 def main(_):
+    if training_flags.printed_memory_plan(FLAGS):
+        return
     bert_config, tokenizer = training_flags.check_fine_tuning(FLAGS)
     training_flags.warn_unused_long_input_flags(FLAGS)
     if FLAGS.long_inputs != "windows":
@@ -65,7 +67,7 @@ def main(_):
 
     strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(ClassifierRun, FLAGS, task_name=task_name)
-    train_config = training_flags.train_config_from_flags(FLAGS)
+    train_config = training_flags.train_config_from_flags(FLAGS, strategy)
     run_classifier(run, bert_config, processor, tokenizer, strategy, train_config)
 
 

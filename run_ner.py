@@ -59,6 +59,8 @@ training_flags.define_training_flags()
 
 
 def main(_):
+    if training_flags.printed_memory_plan(FLAGS):
+        return
     if FLAGS.max_seq_length is not None and FLAGS.max_seq_length >= 3:
         training_flags.resolve_default_stride(FLAGS, ner_window(FLAGS.max_seq_length))
     bert_config, tokenizer = training_flags.check_fine_tuning(FLAGS)
@@ -74,7 +76,7 @@ def main(_):
 
     strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(NerRun, FLAGS)
-    train_config = training_flags.train_config_from_flags(FLAGS)
+    train_config = training_flags.train_config_from_flags(FLAGS, strategy)
     run_ner(run, bert_config, tokenizer, strategy, train_config)
 
 

@@ -43,6 +43,8 @@ training_flags.define_training_flags()
 def main(_):
     log_at_info(FLAGS)
     check_flags(FLAGS)
+    if training_flags.printed_memory_plan(FLAGS):
+        return
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise ValueError("At least one of `do_train` or `do_eval` must be True.")
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
@@ -54,7 +56,9 @@ def main(_):
 
     strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(PretrainingRun, FLAGS)
-    run_pretraining(run, bert_config, strategy, training_flags.train_config_from_flags(FLAGS))
+    run_pretraining(
+        run, bert_config, strategy, training_flags.train_config_from_flags(FLAGS, strategy)
+    )
 
 
 if __name__ == "__main__":

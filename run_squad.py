@@ -91,6 +91,8 @@ def validate_flags_or_throw(bert_config):
 def main(_):
     log_at_info(FLAGS)
     check_flags(FLAGS)
+    if training_flags.printed_memory_plan(FLAGS):
+        return
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
     validate_flags_or_throw(bert_config)
     files = [(FLAGS.train_file, "train_file", "do_train")] if FLAGS.do_train else []
@@ -104,7 +106,13 @@ def main(_):
 
     strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(SquadRun, FLAGS)
-    run_squad(run, bert_config, tokenizer, strategy, training_flags.train_config_from_flags(FLAGS))
+    run_squad(
+        run,
+        bert_config,
+        tokenizer,
+        strategy,
+        training_flags.train_config_from_flags(FLAGS, strategy),
+    )
 
 
 if __name__ == "__main__":

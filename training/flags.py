@@ -14,6 +14,7 @@ from absl import flags, logging
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
 from fileio.errors import UserError
 from modeling.config import BertConfig
+from training import memory_flags
 from training.flag_rules import check_flags, default_stride
 from training.settings import (
     PRECISIONS,
@@ -194,12 +195,15 @@ def define_training_flags():
     flags.DEFINE_enum(
         "optimizer", _train("optimizer"), ["adamw", "lamb"], "adamw = the original optimizer."
     )
-    flags.DEFINE_integer(
+    flags.DEFINE(
+        memory_flags.StepsOrAuto(),
         "num_accumulation_steps",
         _train("num_accumulation_steps"),
-        "Micro-batches per update (train_batch_size stays global). Batches cut to length "
-        "without XLA take them in order of length, each at its own longest sequence: the same "
-        "update with less padding.",
+        "Micro-batches per update (train_batch_size stays global), or auto: the fewest whose "
+        "estimated memory fits the device (training/memory_plan.py; the number chosen is "
+        "logged and saved in flags.txt, which a resume reads). Batches cut to length without "
+        "XLA take them in order of length, each at its own longest sequence.",
+        serializer=flags.ArgumentSerializer(),
     )
     flags.DEFINE_bool(
         "gradient_checkpointing",
@@ -208,6 +212,7 @@ def define_training_flags():
         "the backward pass (same dropout masks): the same loss and gradients in far less "
         "memory, for about a third more compute.",
     )
+    memory_flags.define_memory_flags()
     flags.DEFINE_integer(
         "log_every_steps", _train("log_every_steps"), "Steps between progress lines."
     )
@@ -327,8 +332,19 @@ def flagfile_text(flag_values):
     return "\n".join(lines) + "\n"
 
 
-def train_config_from_flags(flag_values, **overrides):
-    """A `TrainConfig` from the shared flags; runner-specific values come as overrides."""
+def printed_memory_plan(flag_values):
+    """With --print_memory_plan, prints the plan (`memory_flags.print_memory_plan`) and returns
+    True: the runner then ends, before TensorFlow loads."""
+    if flag_values.print_memory_plan:
+        memory_flags.print_memory_plan(flag_values)
+    return flag_values.print_memory_plan
+
+
+def train_config_from_flags(flag_values, strategy, **overrides):
+    """A `TrainConfig` from the shared flags; runner-specific values come as overrides.
+    `--num_accumulation_steps=auto` becomes a number for `strategy` first (flags.txt records
+    it: `memory_flags.resolve_accumulation`)."""
+    memory_flags.resolve_accumulation(flag_values, strategy)
     overrides.setdefault("run_flags", flagfile_text(flag_values))
     return settings_from_flags(TrainConfig, flag_values, **overrides)
 

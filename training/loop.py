@@ -18,7 +18,7 @@ import tensorflow as tf
 from absl import logging
 
 from data.records.batching import micro_batches
-from fileio.errors import UserError
+from fileio.errors import UserError, out_of_memory_sentence
 from modeling import tf1_checkpoint
 from modeling.optimization import create_optimizer
 from training import inference, summaries
@@ -232,7 +232,13 @@ class Trainer:
         with stop:
             while self.step < cfg.num_train_steps:
                 n = _steps_until_boundary(self.step, cfg)
-                loss = float(self._train_steps(iterator, tf.constant(n)))
+                try:
+                    loss = float(self._train_steps(iterator, tf.constant(n)))
+                except tf.errors.ResourceExhaustedError as err:
+                    per_replica = cfg.train_batch_size // self.strategy.num_replicas_in_sync
+                    micro = per_replica // cfg.num_accumulation_steps
+                    detail = f"{micro} examples per micro-batch and replica at step {self.step}"
+                    raise UserError(out_of_memory_sentence(detail)) from err
                 self.step += n
                 losses.append((self.step, loss))
                 if not np.isfinite(loss):

@@ -122,6 +122,11 @@ class TrainConfig:
 
     def check(self, num_replicas):
         """ValueError naming the flag unless the settings fit `num_replicas` replicas."""
+        if not isinstance(self.num_accumulation_steps, int):
+            raise ValueError(
+                f"--num_accumulation_steps={self.num_accumulation_steps} must be resolved to a "
+                "number first (training.memory_flags.resolve_accumulation)."
+            )
         per_update = num_replicas * self.num_accumulation_steps
         if self.train_batch_size % per_update:
             raise ValueError(
@@ -157,6 +162,19 @@ def take_settings_of_run(flag_values, checkpoint, names):
         dict name -> value taken from the run (empty without a flags.txt).
     """
     folder = checkpoint if reading.is_dir(checkpoint) else os.path.dirname(checkpoint)
+    recorded = recorded_flags(folder, names)
+    taken = {}
+    for name in names:
+        if name in recorded and not flag_values[name].present:
+            flag_values[name].value = flag_values[name].parser.parse(recorded[name])
+            taken[name] = flag_values[name].value
+            logging.info("--%s=%s from %s", name, taken[name], os.path.join(folder, "flags.txt"))
+    return taken
+
+
+def recorded_flags(folder, negatable=()):
+    """Flag name -> value text, as `folder/flags.txt` (a run's, `Trainer`) records them; empty
+    without one. `--noname` of a name in `negatable` reads as name -> "false"."""
     path = os.path.join(folder, "flags.txt")
     if not reading.is_file(path):
         return {}
@@ -169,14 +187,8 @@ def take_settings_of_run(flag_values, checkpoint, names):
             name, has_value, text = word[2:].partition("=")
             if has_value:
                 recorded[name] = text
-            elif name.startswith("no") and name[2:] in names:
+            elif name.startswith("no") and name[2:] in negatable:
                 recorded[name[2:]] = "false"
             else:
                 recorded[name] = "true"
-    taken = {}
-    for name in names:
-        if name in recorded and not flag_values[name].present:
-            flag_values[name].value = flag_values[name].parser.parse(recorded[name])
-            taken[name] = flag_values[name].value
-            logging.info("--%s=%s from %s", name, taken[name], path)
-    return taken
+    return recorded
