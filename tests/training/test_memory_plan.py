@@ -137,3 +137,30 @@ def test_auto_under_a_small_budget_accumulates_and_its_measured_peak_fits(tmp_pa
     assert guess.peak(batch) > budget_gb * memory_plan.GIB
     assert 1 < steps < batch
     assert peak_kib * 1024 <= budget_gb * memory_plan.GIB, (steps, peak_kib / 1024**2)
+
+
+def test_print_memory_plan_lists_the_gpu_sizes_and_trains_nothing(tmp_path):
+    write_tiny_config(tmp_path / "bert_config.json")
+    command = [
+        sys.executable,
+        os.path.join(REPO, "run_pretraining.py"),
+        "--input_file=unused",
+        f"--output_dir={tmp_path / 'out'}",
+        f"--bert_config_file={tmp_path / 'bert_config.json'}",
+        "--max_seq_length=64",
+        "--max_predictions_per_seq=10",
+        "--gradient_checkpointing",
+        "--print_memory_plan",
+    ]
+    done = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line.split(" | ") for line in done.stdout.splitlines() if line[:2].isdigit()]
+    assert [row[0] for row in rows] == ["16", "24", "40", "80"]
+    guess = memory_plan.estimate(
+        tiny_config(), 64, gradient_checkpointing=True, max_predictions_per_seq=10
+    )
+    expected = int(
+        (memory_plan.SAFETY * 16 * memory_plan.GIB - guess.fixed_bytes) // (guess.per_example_bytes)
+    )
+    assert int(rows[0][1]) == expected and rows[0][2] == "1"
+    assert not (tmp_path / "out").exists()
