@@ -164,3 +164,28 @@ def test_print_memory_plan_lists_the_gpu_sizes_and_trains_nothing(tmp_path):
     )
     assert int(rows[0][1]) == expected and rows[0][2] == "1"
     assert not (tmp_path / "out").exists()
+
+
+def test_out_of_memory_in_a_training_step_is_one_sentence_with_the_micro_batch(data, tmp_path):
+    from data.records import input_pipeline
+    from tests.helpers.tiny_config import tiny_train_config
+    from training.loop import Trainer
+    from training.strategy import create_strategy
+    from training.tasks import PretrainingTask
+
+    config = tiny_train_config(tmp_path, train_batch_size=8, num_accumulation_steps=2)
+    trainer = Trainer(PretrainingTask(tiny_config()), create_strategy("one_device"), config)
+
+    def out_of_memory(iterator, num_steps):
+        raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor")
+
+    trainer._train_steps = out_of_memory
+    with pytest.raises(UserError) as raised:
+        trainer.train(
+            lambda skip, batching: input_pipeline.pretraining_dataset(
+                [str(data / "data.tfrecord")], 32, 5, 8, True, batching=batching
+            )
+        )
+    message = str(raised.value)
+    assert "4 examples per micro-batch and replica at step 0" in message
+    assert "--gradient_checkpointing" in message and "--num_accumulation_steps" in message
