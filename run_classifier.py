@@ -18,6 +18,7 @@ from absl import flags
 from data.glue.processors import canonical_task_name, get_processor
 from fileio.errors import run_command
 from training import flags as training_flags
+from training import memory_flags
 from training.flag_rules import check_input_files, requested_splits
 from training.settings import settings_from_flags, task_default
 
@@ -45,6 +46,8 @@ training_flags.define_training_flags()
 
 
 def main(_):
+    if memory_flags.printed_memory_plan(FLAGS):
+        return
     bert_config, tokenizer = training_flags.check_fine_tuning(FLAGS)
     training_flags.warn_unused_long_input_flags(FLAGS)
     if FLAGS.long_inputs != "windows":
@@ -66,7 +69,7 @@ def main(_):
 
     strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(ClassifierRun, FLAGS, task_name=task_name)
-    train_config = training_flags.train_config_from_flags(FLAGS)
+    train_config = training_flags.train_config_from_flags(FLAGS, strategy)
     run_classifier(run, bert_config, processor, tokenizer, strategy, train_config)
 
 

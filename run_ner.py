@@ -23,6 +23,7 @@ from absl import flags
 
 from fileio.errors import run_command
 from training import flags as training_flags
+from training import memory_flags
 from training.flag_rules import check_input_files, ner_window, requested_splits
 from training.settings import settings_from_flags, task_default
 
@@ -59,6 +60,8 @@ training_flags.define_training_flags()
 
 
 def main(_):
+    if memory_flags.printed_memory_plan(FLAGS):
+        return
     if FLAGS.max_seq_length is not None and FLAGS.max_seq_length >= 3:
         training_flags.resolve_default_stride(FLAGS, ner_window(FLAGS.max_seq_length))
     bert_config, tokenizer = training_flags.check_fine_tuning(FLAGS)
@@ -75,7 +78,7 @@ def main(_):
 
     strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(NerRun, FLAGS)
-    train_config = training_flags.train_config_from_flags(FLAGS)
+    train_config = training_flags.train_config_from_flags(FLAGS, strategy)
     run_ner(run, bert_config, tokenizer, strategy, train_config)
 
 

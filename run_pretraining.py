@@ -11,7 +11,7 @@ The original's command lines work unchanged, e.g.:
 
 Running the same command again after an interruption resumes from the last checkpoint in
 --output_dir. New flags: --strategy, --precision, --use_xla, --optimizer,
---num_accumulation_steps (see training/flags.py).
+--num_accumulation_steps, --gradient_checkpointing (see training/flags.py).
 """
 
 from absl import flags
@@ -20,6 +20,7 @@ from fileio.errors import run_command
 from fileio.patterns import expand_file_patterns
 from modeling.config import BertConfig
 from training import flags as training_flags
+from training import memory_flags
 from training.flag_rules import check_flags
 from training.settings import log_at_info, settings_from_flags
 
@@ -43,6 +44,8 @@ training_flags.define_training_flags()
 def main(_):
     log_at_info(FLAGS)
     check_flags(FLAGS)
+    if memory_flags.printed_memory_plan(FLAGS):
+        return
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise ValueError("At least one of `do_train` or `do_eval` must be True.")
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
@@ -54,7 +57,9 @@ def main(_):
 
     strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(PretrainingRun, FLAGS)
-    run_pretraining(run, bert_config, strategy, training_flags.train_config_from_flags(FLAGS))
+    run_pretraining(
+        run, bert_config, strategy, training_flags.train_config_from_flags(FLAGS, strategy)
+    )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matche
 from fileio.errors import run_command
 from modeling.config import BertConfig
 from training import flags as training_flags
+from training import memory_flags
 from training.flag_rules import check_flags, check_input_files
 from training.settings import log_at_info, settings_from_flags, task_default
 
@@ -91,6 +92,8 @@ def validate_flags_or_throw(bert_config):
 def main(_):
     log_at_info(FLAGS)
     check_flags(FLAGS)
+    if memory_flags.printed_memory_plan(FLAGS):
+        return
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file).validate()
     validate_flags_or_throw(bert_config)
     files = [(FLAGS.train_file, "train_file", "do_train")] if FLAGS.do_train else []
@@ -105,7 +108,13 @@ def main(_):
 
     strategy = training_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(SquadRun, FLAGS)
-    run_squad(run, bert_config, tokenizer, strategy, training_flags.train_config_from_flags(FLAGS))
+    run_squad(
+        run,
+        bert_config,
+        tokenizer,
+        strategy,
+        training_flags.train_config_from_flags(FLAGS, strategy),
+    )
 
 
 if __name__ == "__main__":

@@ -30,8 +30,17 @@ from fileio.atomic import open_atomically
 
 PRECISIONS = ("mixed_bfloat16", "mixed_float16", "float32")
 PEERS = ("ours", "model_garden")
-# The check's peers by the `benchmarks.pretraining_loop` peers that measure them.
+# The check's peers by the `benchmarks.pretraining_loop` peers that measure them; the memory
+# rows' peers are ours with --num_accumulation_steps=auto, without and with checkpointing.
 LOOP_PEERS = {"ours": "loop", "model_garden": "model_garden"}
+LOOP_PEERS.update(ours_auto="loop", ours_auto_ckpt="loop")
+# The memory rows (BERT-large at seq 512, global batch 32 on one GPU, the micro-batch chosen by
+# auto: peak memory and seq/s), run after the headline; in the dry run, the tiny phase 2.
+MEMORY_ROWS = [
+    dict(config="large", phase=2, precision="mixed_bfloat16", xla=True, peer=peer)
+    for peer in ("ours_auto", "ours_auto_ckpt")
+]
+MEMORY_BATCH = 32
 # (config, phase) -> (seq, masked positions, batch per GPU), the order in which they run.
 SHAPES = {
     ("large", 1): (128, 20, 128),
@@ -69,11 +78,20 @@ def plan_rows(args):
             and precision in args.precisions
             and peer in args.peers
         ]
+    if "ours" in args.peers and args.memory_rows:
+        memory = [dict(r, config="tiny") if args.dry_run else r for r in MEMORY_ROWS]
+        keep = dict(config=args.configs, phase=args.phases, precision=args.precisions)
+        if not args.dry_run:
+            memory = [r for r in memory if all(r[k] in v for k, v in keep.items())]
+        at = len(rows) if args.dry_run else min(2, len(rows))
+        rows[at:at] = memory
     shapes = DRY_SHAPES if args.dry_run else SHAPES
     chosen = []
     for row in rows:
         if ("on" if row["xla"] else "off") in args.xla:
             seq, preds, batch = shapes[(row["config"], row["phase"])]
+            if row["peer"] in ("ours_auto", "ours_auto_ckpt"):
+                batch = MEMORY_BATCH
             chosen.append(dict(row, seq=seq, preds=preds, batch=batch, status="pending"))
     return chosen
 
@@ -85,12 +103,17 @@ def add_data(rows, args, work_dir):
         key = (row["seq"], row["preds"])
         biggest = max(r["batch"] for r in rows if (r["seq"], r["preds"]) == key)
         count = 64 if args.dry_run else max(512, 4 * biggest * max(args.num_gpus, 1))
-        cli = ["--strategy", "mirrored", "--config", row["config"], "--seq", str(row["seq"])]
-        cli += ["--batch", str(row["batch"] * max(args.num_gpus, 1))]
+        # The memory rows run on one GPU, their batch the global one.
+        one = row["peer"].startswith("ours_auto")
+        cli = ["--strategy", "one_device" if one else "mirrored"]
+        cli += ["--config", row["config"], "--seq", str(row["seq"])]
+        cli += ["--batch", str(row["batch"] * (1 if one else max(args.num_gpus, 1)))]
         cli += ["--preds", str(row["preds"]), "--precision", row["precision"]]
         cli += ["--data", os.path.join(work_dir, f"data_{key[0]}_{key[1]}.tfrecord")]
         cli += ["--records", str(count), "--steps", str(args.steps), "--warmup", str(args.warmup)]
         cli += ["--iterations_per_loop", str(args.iterations_per_loop)]
+        cli += ["--accumulation", "auto"] if row["peer"].startswith("ours_auto") else []
+        cli += ["--gradient_checkpointing"] if row["peer"] == "ours_auto_ckpt" else []
         row["cli"] = cli + (["--xla"] if row["xla"] else [])
 
 
@@ -149,6 +172,8 @@ def finish_row(row, peak_tflops):
     row["mfu"] = row["tflops_per_gpu"] / peak_tflops
     peak = row.get("peak_memory_bytes")
     row["peak_memory_gib"] = None if peak is None else peak / 2**30
+    if row["peer"].startswith("ours_auto"):
+        row["note"] = f"auto: {row.get('accumulation')} micro-batches"
 
 
 def _progress(row):
@@ -275,6 +300,7 @@ def parse_args(argv=None):
     parser.add_argument("--row_timeout_s", type=float, default=300)
     parser.add_argument("--checks_timeout_s", type=float, default=180)
     parser.add_argument("--skip_checks", action="store_true")
+    parser.add_argument("--memory_rows", type=int, default=1, help="0: no auto rows.")
     parser.add_argument("--checks_only", action="store_true")
     parser.add_argument("--peak_tflops", type=float, default=989.0, help="Dense bf16 peak/GPU.")
     parser.add_argument("--warmup", type=int, default=None, help="Untimed steps (default 10).")

@@ -133,6 +133,23 @@ def run_bare(args, config):
     return args.steps * args.batch / (time.perf_counter() - start)
 
 
+def accumulation_steps(args, config, strategy):
+    """`--accumulation`: a number, or `auto` (as run_pretraining's
+    `--num_accumulation_steps=auto`: the calibrated estimate against this device's memory)."""
+    if args.accumulation != "auto":
+        return int(args.accumulation)
+    from training import memory_plan
+
+    device, budget = memory_plan.available_memory()
+    guess = memory_plan.estimate(
+        config, args.seq, args.precision, args.gradient_checkpointing, args.preds, device
+    )
+    steps, _ = memory_plan.plan_accumulation(
+        guess, budget, args.batch, strategy.num_replicas_in_sync
+    )
+    return steps
+
+
 def run_loop(args, config, strategy, marks):
     import keras
 
@@ -140,6 +157,7 @@ def run_loop(args, config, strategy, marks):
     from training.tasks import PretrainingTask
 
     keras.utils.set_random_seed(1)
+    args.accumulation = accumulation_steps(args, config, strategy)
     trainer = Trainer(
         PretrainingTask(config),
         strategy,
@@ -152,6 +170,8 @@ def run_loop(args, config, strategy, marks):
             precision=args.precision,
             use_xla=args.xla,
             keep_checkpoint_max=5,
+            num_accumulation_steps=args.accumulation,
+            gradient_checkpointing=args.gradient_checkpointing,
         ),
     )
     # The closing checkpoint is written after the timed window; skipping it saves seconds to
@@ -201,6 +221,8 @@ def measure(args, peer):
         "tflops_per_replica": tflops / replicas,
         "first_call_s": first_call,
         "peak_memory_bytes": device_memory(),
+        "accumulation": args.accumulation,
+        "gradient_checkpointing": args.gradient_checkpointing,
     }
 
 
@@ -228,6 +250,10 @@ def add_arguments(parser):
     parser.add_argument("--warmup", type=int, default=5, help="Untimed steps before them.")
     parser.add_argument("--iterations_per_loop", type=int, default=10)
     parser.add_argument("--xla", action="store_true")
+    parser.add_argument(
+        "--accumulation", default="1", help="loop: micro-batches per update, or auto."
+    )
+    parser.add_argument("--gradient_checkpointing", action="store_true", help="loop only.")
     parser.add_argument("--precision", default="float32")
     parser.add_argument("--data", default=None, help="TFRecord file (made if missing).")
     parser.add_argument("--records", type=int, default=2048, help="Examples of a new --data.")

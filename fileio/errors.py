@@ -35,6 +35,16 @@ def no_space_error(path, err=None):
     )
 
 
+def out_of_memory_sentence(detail):
+    """The user's sentence for a step that ran out of memory (`detail`: what TensorFlow said)."""
+    return (
+        f"Out of memory in a training or inference step ({detail}): pass "
+        "--num_accumulation_steps=auto (or a larger number) or --gradient_checkpointing, or "
+        "lower --train_batch_size or --max_seq_length (training/memory_plan.py estimates what "
+        "fits: --print_memory_plan)."
+    )
+
+
 def is_no_space(err):
     """True if `err` (an OSError or a TensorFlow error) reports a full disk."""
     if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -64,10 +74,7 @@ def explain(err):
                 "copy or write it again."
             )
         if isinstance(err, tf_errors.ResourceExhaustedError):
-            return (
-                f"Out of memory ({_first_line(err)}): lower the batch size or --max_seq_length, "
-                "or use --num_accumulation_steps."
-            )
+            return out_of_memory_sentence(_first_line(err))
     if isinstance(err, (ValueError, FileExistsError)):
         # The project raises ValueError for bad values with its own sentence (UserError is one).
         return str(err)

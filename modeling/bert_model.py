@@ -14,11 +14,15 @@ class Encoder(keras.layers.Layer):
 
     Args:
         config: a validated `BertConfig`.
+        gradient_checkpointing: in training, keep only each layer's input for the backward
+            pass and run the layer again there (`TransformerLayer.recomputed_call`): the
+            same loss and gradients with activation memory of about one layer.
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, gradient_checkpointing=False, **kwargs):
         super().__init__(**kwargs)
         self.hidden_size = config.hidden_size
+        self.gradient_checkpointing = gradient_checkpointing
         self.transformer_layers = [
             TransformerLayer(config, name=f"layer_{i}") for i in range(config.num_hidden_layers)
         ]
@@ -48,9 +52,18 @@ class Encoder(keras.layers.Layer):
         last = len(self.transformer_layers) - 1
         for i, layer in enumerate(self.transformer_layers):
             rows = output_positions if i == last else None
-            x = layer(
-                x, attention_bias, training=training, real_tokens=real_tokens, output_positions=rows
-            )
+            if training and self.gradient_checkpointing:
+                x = layer.recomputed_call(
+                    x, attention_bias, real_tokens=real_tokens, output_positions=rows
+                )
+            else:
+                x = layer(
+                    x,
+                    attention_bias,
+                    training=training,
+                    real_tokens=real_tokens,
+                    output_positions=rows,
+                )
             # Unused layers' unpacking is pruned from the compiled step; picked rows are
             # already [B, R, H].
             outputs.append(real_tokens.unpack(x) if real_tokens is not None and rows is None else x)
@@ -109,13 +122,18 @@ class BertModel(ConfigSerialization, keras.Model):
     Args:
         config: a `BertConfig` (validated here).
         name: model name; "bert" gives the original variable names.
+        gradient_checkpointing: recompute each encoder layer in the backward pass instead of
+            keeping its activations (`Encoder`); results are unchanged. Settable later as the
+            attribute of the same name.
     """
 
-    def __init__(self, config, name="bert", **kwargs):
+    config_arguments = ("gradient_checkpointing",)
+
+    def __init__(self, config, name="bert", gradient_checkpointing=False, **kwargs):
         super().__init__(name=name, **kwargs)
         self.config = config.validate()
         self.embeddings = BertEmbeddings(config, name="embeddings")
-        self.encoder = Encoder(config, name="encoder")
+        self.encoder = Encoder(config, gradient_checkpointing, name="encoder")
         self.pooler = Pooler(config, name="pooler")
         # Variables exist from construction on, so a checkpoint can be loaded at once.
         self.build()
@@ -124,6 +142,15 @@ class BertModel(ConfigSerialization, keras.Model):
         self.embeddings.build()
         self.encoder.build()
         self.pooler.build()
+
+    @property
+    def gradient_checkpointing(self):
+        """Whether training recomputes the encoder layers (see `Encoder`)."""
+        return self.encoder.gradient_checkpointing
+
+    @gradient_checkpointing.setter
+    def gradient_checkpointing(self, value):
+        self.encoder.gradient_checkpointing = bool(value)
 
     @property
     def embedding_table(self):

@@ -95,6 +95,39 @@ class LayerNorm(keras.layers.Layer):
         return tf.cast(y, self.compute_dtype)
 
 
+class Dropout(keras.layers.Dropout):
+    """Keras dropout whose mask can come from a seed drawn before the call.
+
+    Without a seed set (`seeded`), it is `keras.layers.Dropout` exactly. With one, it draws
+    the mask Keras would draw from that seed (the same stateless op on the same seed), so a
+    call repeated inside a recomputation (`TransformerLayer.recomputed_call`) draws the mask
+    of the first call instead of advancing the `SeedGenerator` state and drawing a new one.
+    """
+
+    def draw_seed(self):
+        """The seed of this layer's next mask (int64 `[2]`), advancing its generator once as a
+        call would; None at rate 0, which draws nothing."""
+        return self.seed_generator.next() if self.rate > 0 else None
+
+    @contextlib.contextmanager
+    def seeded(self, seed):
+        """Calls inside use `seed` (from `draw_seed`) instead of the generator."""
+        object.__setattr__(self, "_fixed_seed", seed)
+        try:
+            yield
+        finally:
+            object.__setattr__(self, "_fixed_seed", None)
+
+    def call(self, inputs, training=False):
+        seed = getattr(self, "_fixed_seed", None)
+        if seed is None or not training or self.rate <= 0:
+            return super().call(inputs, training=training)
+        # As keras.src.backend.tensorflow.random.dropout: stateless ops take int32 seeds.
+        if seed.dtype != tf.int32:
+            seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
+        return tf.nn.experimental.stateless_dropout(inputs, rate=self.rate, seed=seed)
+
+
 def gather_positions(sequence, positions):
     """Gathers vectors at the given positions of each example.
 

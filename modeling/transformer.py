@@ -8,13 +8,14 @@ Scope layout of layer i (each name below is a Keras layer of the same name):
     layer_i/output/{dense,LayerNorm}
 """
 
+import contextlib
 import math
 
 import keras
 import tensorflow as tf
 
 from modeling.activations import get_activation
-from modeling.layers import LayerNorm, dense
+from modeling.layers import Dropout, LayerNorm, dense
 
 
 def attention_bias_from_mask(input_mask, dtype=tf.float32):
@@ -126,7 +127,7 @@ class SelfAttention(keras.layers.Layer):
         self.query = dense(config.hidden_size, "query", init)
         self.key = dense(config.hidden_size, "key", init)
         self.value = dense(config.hidden_size, "value", init)
-        self.dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
+        self.dropout = Dropout(config.attention_probs_dropout_prob)
 
     def build(self, input_shape):
         for layer in (self.query, self.key, self.value):
@@ -170,7 +171,7 @@ class DenseResidualNorm(keras.layers.Layer):
         super().__init__(**kwargs)
         self.hidden_size = config.hidden_size
         self.dense = dense(config.hidden_size, "dense", config.initializer_range)
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
         # Named as its checkpoint scope.
         self.layer_norm = LayerNorm(name="LayerNorm")
 
@@ -279,3 +280,43 @@ class TransformerLayer(keras.layers.Layer):
             x, attention_bias, training=training, real_tokens=real_tokens, queries=queries
         )
         return self.output_block(self.intermediate(attention_out), attention_out, training=training)
+
+    @property
+    def dropouts(self):
+        """The layer's dropouts, in call order."""
+        return (
+            self.attention.self_attention.dropout,
+            self.attention.output_block.dropout,
+            self.output_block.dropout,
+        )
+
+    def recomputed_call(self, x, attention_bias, real_tokens=None, output_positions=None):
+        """`call(..., training=True)` keeping only x for the backward pass, which runs the
+        layer again (gradient checkpointing): same outputs and gradients, less memory.
+
+        The mechanism is `tf.recompute_grad` around the layer, with every dropout's seed drawn
+        here, outside the recomputed function, and handed to both passes (`Dropout.seeded`):
+        the recomputation draws the forward pass's masks, the very masks a plain call draws
+        (each generator advances once per call, as there). `keras.RematScope` is not used: on
+        the TensorFlow backend it wraps a layer's call in `tf.recompute_grad` too, but the
+        Keras dropout inside advances its `SeedGenerator` on every call, so its recomputation
+        would draw new masks and the gradients would not be those of the loss.
+
+        Args: as `call`; x is the only tensor differentiated (the bias, the real-token
+        indices and output positions carry no gradient).
+        """
+        seeds = [dropout.draw_seed() for dropout in self.dropouts]
+
+        def block(x):
+            with contextlib.ExitStack() as stack:
+                for dropout, seed in zip(self.dropouts, seeds, strict=True):
+                    stack.enter_context(dropout.seeded(seed))
+                return self(
+                    x,
+                    attention_bias,
+                    training=True,
+                    real_tokens=real_tokens,
+                    output_positions=output_positions,
+                )
+
+        return tf.recompute_grad(block)(x)

@@ -23,6 +23,7 @@ from fileio.errors import UserError
 # flag that must be on for the rule to apply (None: always).
 _AT_LEAST_1 = ("at least 1", lambda v: v >= 1)
 _AT_LEAST_0 = ("at least 0", lambda v: v >= 0)
+_STEPS = ("at least 1, or auto", lambda v: v == "auto" or v >= 1)
 _POSITIVE = ("positive", lambda v: v > 0)
 _PROBABILITY = ("within [0, 1]", lambda v: 0.0 <= v <= 1.0)
 # NaN fails every comparison; the original's arithmetic (int(), round()) raised on it.
@@ -47,7 +48,7 @@ _VALUE_RULES = (
     ("iterations_per_loop", _AT_LEAST_1, "pass the steps per compiled call", None),
     ("log_every_steps", _AT_LEAST_1, "pass the steps between progress lines", None),
     ("eval_every_steps", _AT_LEAST_0, "pass the steps between dev evaluations, or 0", None),
-    ("num_accumulation_steps", _AT_LEAST_1, "pass 1 for no accumulation", None),
+    ("num_accumulation_steps", _STEPS, "pass 1 for no accumulation, or auto", None),
     ("keep_checkpoint_max", _AT_LEAST_1, "pass how many checkpoints to keep", None),
     ("num_gpus", _AT_LEAST_1, "pass a GPU count, or leave it out to use all", None),
     ("num_cpu_devices", _AT_LEAST_1, "pass a device count such as 2", None),

@@ -14,12 +14,14 @@ from absl import flags, logging
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
 from fileio.errors import UserError
 from modeling.config import BertConfig
+from training import memory_flags
 from training.flag_rules import check_flags, default_stride
 from training.settings import (
     PRECISIONS,
     STRATEGIES,
     TrainConfig,
     default,
+    flagfile_text,
     log_at_info,
     settings_from_flags,
 )
@@ -206,13 +208,24 @@ def define_training_flags():
     flags.DEFINE_enum(
         "optimizer", _train("optimizer"), ["adamw", "lamb"], "adamw = the original optimizer."
     )
-    flags.DEFINE_integer(
+    flags.DEFINE(
+        memory_flags.StepsOrAuto(),
         "num_accumulation_steps",
         _train("num_accumulation_steps"),
-        "Micro-batches per update (train_batch_size stays global). Batches cut to length "
-        "without XLA take them in order of length, each at its own longest sequence: the same "
-        "update with less padding.",
+        "Micro-batches per update (train_batch_size stays global), or auto: the fewest whose "
+        "estimated memory fits the device (training/memory_plan.py; the number chosen is "
+        "logged and saved in flags.txt, which a resume reads). Batches cut to length without "
+        "XLA take them in order of length, each at its own longest sequence.",
+        serializer=flags.ArgumentSerializer(),
     )
+    flags.DEFINE_bool(
+        "gradient_checkpointing",
+        _train("gradient_checkpointing"),
+        "Keep only each encoder layer's input in the forward pass and recompute the layer in "
+        "the backward pass (same dropout masks): the same loss and gradients in far less "
+        "memory, for about a third more compute.",
+    )
+    memory_flags.define_memory_flags()
     flags.DEFINE_integer(
         "log_every_steps", _train("log_every_steps"), "Steps between progress lines."
     )
@@ -326,22 +339,11 @@ def seed_from_flags(flag_values):
         tf.config.experimental.enable_op_determinism()
 
 
-def flagfile_text(flag_values):
-    """The runner's own flags (not absl's or TensorFlow's) as an absl flagfile, one per line.
-
-    The Trainer saves it as `output_dir/flags.txt`, so a run can be told apart from another
-    and repeated with `--flagfile=flags.txt`.
-    """
-    lines = [f"# {os.path.basename(sys.argv[0])}: repeat with --flagfile=<this file>"]
-    for module, module_flags in sorted(flag_values.flags_by_module_dict().items()):
-        if module.startswith(("absl.", "tensorflow.")):
-            continue
-        lines += sorted(f.serialize() for f in module_flags if f.serialize())
-    return "\n".join(lines) + "\n"
-
-
-def train_config_from_flags(flag_values, **overrides):
-    """A `TrainConfig` from the shared flags; runner-specific values come as overrides."""
+def train_config_from_flags(flag_values, strategy, **overrides):
+    """A `TrainConfig` from the shared flags; runner-specific values come as overrides.
+    `--num_accumulation_steps=auto` becomes a number for `strategy` first (flags.txt records
+    it: `memory_flags.resolve_accumulation`)."""
+    memory_flags.resolve_accumulation(flag_values, strategy)
     overrides.setdefault("run_flags", flagfile_text(flag_values))
     return settings_from_flags(TrainConfig, flag_values, **overrides)
 

@@ -18,7 +18,7 @@ import tensorflow as tf
 from absl import logging
 
 from data.records.batching import micro_batches
-from fileio.errors import UserError
+from fileio.errors import UserError, out_of_memory_sentence
 from modeling import tf1_checkpoint
 from modeling.optimization import create_optimizer
 from training import inference, summaries
@@ -55,7 +55,7 @@ class Trainer:
         self.plan = plan_batches(strategy, task, config)
         keras.mixed_precision.set_global_policy(config.precision)
         with strategy.scope():
-            self.model = task.build_model()
+            self.model = task.build_model(config.gradient_checkpointing)
             self.optimizer = create_optimizer(
                 config.learning_rate,
                 # Runs that only evaluate or predict have no schedule; it is never read then.
@@ -245,7 +245,13 @@ class Trainer:
                 evaluate(self.step)
             while self.step < cfg.num_train_steps and not stop.requested:
                 n = _steps_until_boundary(self.step, cfg, every)
-                loss = float(self._train_steps(iterator, tf.constant(n)))
+                try:
+                    loss = float(self._train_steps(iterator, tf.constant(n)))
+                except tf.errors.ResourceExhaustedError as err:
+                    per_replica = cfg.train_batch_size // self.strategy.num_replicas_in_sync
+                    micro = per_replica // cfg.num_accumulation_steps
+                    detail = f"{micro} examples per micro-batch and replica at step {self.step}"
+                    raise UserError(out_of_memory_sentence(detail)) from err
                 self.step += n
                 losses.append((self.step, loss))
                 if not np.isfinite(loss):

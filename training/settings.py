@@ -9,6 +9,7 @@ export_model.py, `TASK_DEFAULTS` (read with `task_default`).
 
 import dataclasses
 import os
+import sys
 
 from absl import logging
 
@@ -93,7 +94,7 @@ class TrainConfig:
         num_train_steps, num_warmup_steps: None for fine-tuning runs, which derive them from the
             number of examples and `--num_train_epochs` / `--warmup_proportion`.
         weight_decay_rate, clip_norm: the original optimizer's constants.
-        run_flags: the command's flags as a flagfile (`training.flags.flagfile_text`), saved
+        run_flags: the command's flags as a flagfile (`flagfile_text`), saved
             by the chief as `output_dir/flags.txt`; empty: nothing saved.
         init_seed, data_seed: the seeds of the new weights and dropout, and of the training
             data's order; None: `seed` (then the run is the original's `--seed` run).
@@ -108,6 +109,7 @@ class TrainConfig:
     iterations_per_loop: int = 1000
     log_every_steps: int = 100
     num_accumulation_steps: int = 1
+    gradient_checkpointing: bool = False
     optimizer: str = "adamw"
     precision: str = "float32"
     use_xla: bool = False
@@ -135,6 +137,11 @@ class TrainConfig:
 
     def check(self, num_replicas):
         """ValueError naming the flag unless the settings fit `num_replicas` replicas."""
+        if not isinstance(self.num_accumulation_steps, int):
+            raise ValueError(
+                f"--num_accumulation_steps={self.num_accumulation_steps} must be resolved to a "
+                "number first (training.memory_flags.resolve_accumulation)."
+            )
         per_update = num_replicas * self.num_accumulation_steps
         if self.train_batch_size % per_update:
             raise ValueError(
@@ -172,6 +179,19 @@ def take_settings_of_run(flag_values, checkpoint, names):
         dict name -> value taken from the run (empty without a flags.txt).
     """
     folder = checkpoint if reading.is_dir(checkpoint) else os.path.dirname(checkpoint)
+    recorded = recorded_flags(folder, names)
+    taken = {}
+    for name in names:
+        if name in recorded and not flag_values[name].present:
+            flag_values[name].value = flag_values[name].parser.parse(recorded[name])
+            taken[name] = flag_values[name].value
+            logging.info("--%s=%s from %s", name, taken[name], os.path.join(folder, "flags.txt"))
+    return taken
+
+
+def recorded_flags(folder, negatable=()):
+    """Flag name -> value text, as `folder/flags.txt` (a run's, `Trainer`) records them; empty
+    without one. `--noname` of a name in `negatable` reads as name -> "false"."""
     path = os.path.join(folder, "flags.txt")
     if not reading.is_file(path):
         return {}
@@ -184,14 +204,22 @@ def take_settings_of_run(flag_values, checkpoint, names):
             name, has_value, text = word[2:].partition("=")
             if has_value:
                 recorded[name] = text
-            elif name.startswith("no") and name[2:] in names:
+            elif name.startswith("no") and name[2:] in negatable:
                 recorded[name[2:]] = "false"
             else:
                 recorded[name] = "true"
-    taken = {}
-    for name in names:
-        if name in recorded and not flag_values[name].present:
-            flag_values[name].value = flag_values[name].parser.parse(recorded[name])
-            taken[name] = flag_values[name].value
-            logging.info("--%s=%s from %s", name, taken[name], path)
-    return taken
+    return recorded
+
+
+def flagfile_text(flag_values):
+    """The runner's own flags (not absl's or TensorFlow's) as an absl flagfile, one per line.
+
+    The Trainer saves it as `output_dir/flags.txt`, so a run can be told apart from another
+    and repeated with `--flagfile=flags.txt`.
+    """
+    lines = [f"# {os.path.basename(sys.argv[0])}: repeat with --flagfile=<this file>"]
+    for module, module_flags in sorted(flag_values.flags_by_module_dict().items()):
+        if module.startswith(("absl.", "tensorflow.")):
+            continue
+        lines += sorted(f.serialize() for f in module_flags if f.serialize())
+    return "\n".join(lines) + "\n"

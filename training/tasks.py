@@ -48,9 +48,11 @@ class Task:
         self.config = config
         self.model = None
 
-    def build_model(self):
-        """Creates the Keras model (call inside the strategy scope)."""
+    def build_model(self, gradient_checkpointing=False):
+        """Creates the Keras model (call inside the strategy scope); `gradient_checkpointing`:
+        training recomputes the encoder layers (`modeling.bert_model.Encoder`)."""
         self.model = self.make_model()
+        self.model.bert.gradient_checkpointing = gradient_checkpointing
         if self.freezes_pooler:
             self.model.bert.pooler.trainable = False
         return self.model

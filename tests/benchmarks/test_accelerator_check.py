@@ -38,6 +38,16 @@ def test_dry_run_measures_every_row_and_passes_the_checks(tmp_path):
         for peer in accelerator_check.PEERS
         for phase, precision, xla in accelerator_check.DRY_RUN_ROWS
     }
+    # Then the memory rows: ours with --num_accumulation_steps=auto, without and with
+    # gradient checkpointing, at the global batch of 32.
+    memory = [r for r in rows if r["peer"].startswith("ours_auto")]
+    rows = [r for r in rows if not r["peer"].startswith("ours_auto")]
+    assert [r["peer"] for r in memory] == ["ours_auto", "ours_auto_ckpt"]
+    for row in memory:
+        assert row["status"] == "ok" and row["batch"] == 32 and row["phase"] == 2, row
+        assert row["accumulation"] >= 1 and row["seq_per_s_per_gpu"] > 0, row
+        assert row["gradient_checkpointing"] == (row["peer"] == "ours_auto_ckpt")
+        assert f"auto: {row['accumulation']} micro-batches" in done.stdout
     assert {(r["peer"], r["phase"], r["precision"], r["xla"]) for r in rows} == expected
     assert len(rows) == len(expected) == 6
     assert {r["precision"] for r in rows} == set(accelerator_check.PRECISIONS)
@@ -47,7 +57,7 @@ def test_dry_run_measures_every_row_and_passes_the_checks(tmp_path):
         assert row["replicas"] == 1 and row["seq"] == {1: 32, 2: 64}[row["phase"]]
     # One table, every row in it, the ratio to Model Garden beside each of ours.
     table = [line for line in done.stdout.splitlines() if line.startswith("| tiny |")]
-    assert len(table) == len(rows)
+    assert len(table) == len(rows) + len(memory)
     assert all(line.split(" | ")[10] != "-" for line in table if "| ours |" in line)
 
 
@@ -57,13 +67,17 @@ def _args(*argv):
 
 def test_gpu_matrix_runs_the_headline_first_and_can_be_narrowed():
     rows = accelerator_check.plan_rows(_args())
-    # 2 models x 2 phases x 3 precisions x 2 XLA settings x 2 peers.
-    assert len(rows) == 48
-    headline = [(r["config"], r["phase"], r["precision"], r["xla"], r["peer"]) for r in rows[:2]]
-    assert headline == [
+    # 2 models x 2 phases x 3 precisions x 2 XLA settings x 2 peers, and the 2 memory rows.
+    assert len(rows) == 48 + 2
+    first = [(r["config"], r["phase"], r["precision"], r["xla"], r["peer"]) for r in rows[:4]]
+    assert first == [
         ("large", 1, "mixed_bfloat16", True, "ours"),
         ("large", 1, "mixed_bfloat16", True, "model_garden"),
+        ("large", 2, "mixed_bfloat16", True, "ours_auto"),
+        ("large", 2, "mixed_bfloat16", True, "ours_auto_ckpt"),
     ]
+    assert [(r["seq"], r["batch"]) for r in rows[2:4]] == [(512, 32), (512, 32)]
+    rows = rows[:2] + rows[4:]
     assert (rows[0]["seq"], rows[0]["preds"], rows[0]["batch"]) == (128, 20, 128)
     sizes = {(r["config"], r["phase"]): (r["seq"], r["preds"], r["batch"]) for r in rows}
     assert sizes[("base", 2)] == (512, 80, 64) and sizes[("large", 2)] == (512, 80, 32)

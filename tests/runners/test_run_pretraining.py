@@ -374,7 +374,7 @@ def test_nan_loss_stops_with_the_step(data, tmp_path):
     "extra",
     [
         ["--precision=mixed_bfloat16", "--use_xla", "--num_accumulation_steps=2"],
-        ["--precision=mixed_float16", "--optimizer=lamb"],
+        ["--precision=mixed_float16", "--optimizer=lamb", "--gradient_checkpointing"],
     ],
 )
 def test_precision_xla_lamb_and_accumulation_train(data, tmp_path, extra):

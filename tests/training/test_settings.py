@@ -26,8 +26,7 @@ def test_a_command_takes_the_settings_its_run_saved(tmp_path):
     flags.txt (written by `flagfile_text`), unless given on its own command line."""
     from absl import flags
 
-    from training.flags import flagfile_text
-    from training.settings import take_settings_of_run
+    from training.settings import flagfile_text, take_settings_of_run
 
     def define(values):
         flags.DEFINE_integer("max_seq_length", 128, "", flag_values=values)
