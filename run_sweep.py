@@ -22,6 +22,7 @@ import os
 from absl import flags
 
 from fileio.errors import run_command
+from training.flag_rules import check_flags
 from training.settings import default, log_at_info
 from training.sweep.settings import SweepSettings
 
@@ -77,6 +78,7 @@ flags.DEFINE_enum(
 
 def main(argv):
     log_at_info(FLAGS)
+    check_flags(FLAGS)
     from jobs.sweep_run import run_sweep
     from training.settings import settings_from_flags
 

@@ -48,6 +48,7 @@ _VALUE_RULES = (
     ("iterations_per_loop", _AT_LEAST_1, "pass the steps per compiled call", None),
     ("log_every_steps", _AT_LEAST_1, "pass the steps between progress lines", None),
     ("eval_every_steps", _AT_LEAST_0, "pass the steps between dev evaluations, or 0", None),
+    ("restarts", _AT_LEAST_1, "pass how many trials each setting of the grid gets", None),
     ("num_accumulation_steps", _STEPS, "pass 1 for no accumulation, or auto", None),
     ("keep_checkpoint_max", _AT_LEAST_1, "pass how many checkpoints to keep", None),
     ("num_gpus", _AT_LEAST_1, "pass a GPU count, or leave it out to use all", None),

@@ -279,5 +279,3 @@ def check_grid(grid, command, restarts, vary, known_flags):
         raise UserError(
             f"--grid sets --{seed_flag} and --restarts={restarts} varies it: use one of them."
         )
-    if restarts < 1:
-        raise UserError(f"--restarts={restarts}: give 1 or more trials per setting.")
