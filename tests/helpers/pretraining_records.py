@@ -46,3 +46,17 @@ def write_records(path, num_examples=256, seq_length=32, max_predictions=5, seed
             }
             example = tf.train.Example(features=tf.train.Features(feature=feature))
             writer.write(example.SerializeToString())
+
+
+def records_dataset_fn(data):
+    """The Trainer's `dataset_fn` over `data/data.tfrecord` (from `write_records`): batches of
+    32, sequence 32, 5 predictions, seed 7."""
+    from data.records import input_pipeline
+
+    def dataset_fn(skip, batching):
+        files = [str(data / "data.tfrecord")]
+        return input_pipeline.pretraining_dataset(
+            files, 32, 5, 8, True, seed=7, skip_batches=skip, batching=batching
+        )
+
+    return dataset_fn

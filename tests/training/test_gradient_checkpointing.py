@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from data.records import input_pipeline
+from tests.helpers.pretraining_records import records_dataset_fn
 from tests.helpers.scripts import run_in_repo
 from tests.helpers.tiny_config import tiny_config, tiny_train_config
 from training.loop import Trainer
@@ -58,13 +58,7 @@ def _trainer(out_dir):
 
 
 def _batches(data):
-    def dataset_fn(skip, batching):
-        files = [str(data / "data.tfrecord")]
-        return input_pipeline.pretraining_dataset(
-            files, 32, 5, 8, True, seed=7, skip_batches=skip, batching=batching
-        )
-
-    return dataset_fn
+    return records_dataset_fn(data)
 
 
 def test_resumed_run_with_checkpointing_ends_with_uninterrupted_weights(data, tmp_path):

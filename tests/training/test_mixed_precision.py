@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.framework import config as tf_config
 
-from data.records import input_pipeline
 from modeling import tf1_checkpoint
+from tests.helpers.pretraining_records import records_dataset_fn
 from tests.helpers.scripts import run_in_repo
 from tests.helpers.tiny_config import TINY_CONFIG, tiny_config, tiny_train_config
 from training import loop
@@ -55,13 +55,7 @@ def _trainer(out_dir, precision, **overrides):
 
 
 def _batches(data):
-    def dataset_fn(skip, batching):
-        files = [str(data / "data.tfrecord")]
-        return input_pipeline.pretraining_dataset(
-            files, 32, 5, 8, True, seed=7, skip_batches=skip, batching=batching
-        )
-
-    return dataset_fn
+    return records_dataset_fn(data)
 
 
 def _state(trainer):
