@@ -1,11 +1,11 @@
 """A sweep: a grid of settings times random restarts of one fine-tuning runner, best on dev.
 
-run_sweep.py fills `training.sweep.settings.SweepSettings` from its flags and calls `run_sweep`. Trials are the
-runner's own processes (`training.sweep.trial_process`), one per device at a time; the
-bookkeeping is an Optuna study (`training.sweep.study`), so the same command again resumes the
-sweep and several processes, on one machine or many, share one sweep. The report at the end
-(`training.sweep.report`, `plots`) is written by every process that ends, from the study, so
-the last one to end writes the whole sweep's.
+run_sweep.py fills `training.sweep.settings.SweepSettings` from its flags and calls
+`run_sweep`. Trials are the runner's own processes (`training.sweep.trial_process`), one per
+device at a time; the bookkeeping is an Optuna study (`training.sweep.study`), so the same
+command again resumes the sweep and several processes, on one machine or many, share one
+sweep. Every process that ends writes the report (`training.sweep.report`, `plots`) from the
+study, so the last one to end writes the whole sweep's.
 """
 
 import os
@@ -35,7 +35,7 @@ def plan(settings, runner_argv, project_root):
         raise UserError(f"--vary={settings.vary}: use one of {', '.join(sweep_grid.SEED_FLAGS)}.")
     known = sweep_grid.runner_flags(command, settings.python)
     sweep_grid.check_grid(grid, command, settings.restarts, settings.vary, known)
-    if settings.prune and not command.gives("eval_every_steps"):
+    if settings.prune and not _positive(command.flag_value("eval_every_steps")):
         raise UserError(
             "--prune compares trials by their dev scores during training: add "
             "--eval_every_steps=N (e.g. a tenth of the training steps) to the runner's command."
@@ -53,6 +53,13 @@ def plan(settings, runner_argv, project_root):
     ]
     _dry_run(settings, command, wanted[0])
     return command, list(grid), wanted
+
+
+def _positive(text):
+    try:
+        return int(text) > 0
+    except (TypeError, ValueError):
+        return False
 
 
 def _dry_run(settings, command, first):
