@@ -19,7 +19,8 @@ PAGES = sorted(
     [os.path.join(REPO, "README.md"), os.path.join(REPO, "CONTRIBUTING.md")]
     + glob.glob(os.path.join(REPO, "docs", "*.md"))
 )
-RUNNERS = {os.path.basename(p) for p in glob.glob(os.path.join(REPO, "*.py"))}
+# setup.py packages the code for Beam's workers; it is not a command of the pages.
+RUNNERS = {os.path.basename(p) for p in glob.glob(os.path.join(REPO, "*.py"))} - {"setup.py"}
 
 
 def _commands():
