@@ -74,6 +74,15 @@ flags.DEFINE_enum(
     "With --prune: median (below the median of finished trials at the same step) or halving "
     "(successive halving).",
 )
+flags.DEFINE_enum(
+    "keep_checkpoints",
+    default(SweepSettings, "keep_checkpoints"),
+    ["last", "none", "runner"],
+    "Training checkpoints each trial keeps (with the optimizer's slots they are 3x the "
+    "model): last (the newest only: --keep_checkpoint_max=1 unless the runner's command sets "
+    "it), none (deleted when the trial is complete or pruned; best_checkpoint/ and the "
+    "results stay) or runner (as the runner's --keep_checkpoint_max says).",
+)
 
 
 def main(argv):

@@ -126,10 +126,16 @@ class _Progress:
 def _trial_argv(settings, command, attrs, output_dir):
     setting_flags = [f"--{k}={v}" for k, v in attrs["settings"].items()]
     seed_flags = [f"--{k}={v}" for k, v in attrs["seed"].items()]
+    keep = []
+    if settings.keep_checkpoints != "runner" and command.flag_value("keep_checkpoint_max") is None:
+        # A trial resumes from its newest checkpoint only; the runner's default of 5 would
+        # keep 5 copies of the model and its optimizer slots in every trial's folder.
+        keep = ["--keep_checkpoint_max=1"]
     return [
         settings.python,
         command.script,
         *command.args,
+        *keep,
         *setting_flags,
         *seed_flags,
         f"--output_dir={output_dir}",
@@ -167,6 +173,9 @@ def _worker(settings, study, command, device, lock_path, progress, stop_event):
         with sweep_study.heartbeat(study, trial):
             outcome = process.run(trial)
         _finish(study, trial, outcome)
+        if settings.keep_checkpoints == "none" and outcome.status in ("complete", "pruned"):
+            freed = results.delete_training_checkpoints(output_dir)
+            logging.info("Deleted %s's training checkpoints (%.0f MB).", attrs["key"], freed / 1e6)
         if outcome.status != "interrupted":
             progress.ended(attrs["key"], outcome)
         if progress.failing_alike():

@@ -123,6 +123,10 @@ def test_grid_times_restarts_survives_a_kill_and_shares_the_work(data, tmp_path)
         assert starts == (2 if d == interrupted else 1), d
     assert "Resumed from" in (interrupted / "trial.log").read_text()
     assert read_eval_results(interrupted)["global_step"] == 16
+    for d in trials:
+        # --save_checkpoints_steps=1 and the runner's default of 5 kept: the sweep's
+        # --keep_checkpoints=last leaves the newest only.
+        assert [p.name for p in d.glob("model.ckpt-*.index")] == ["model.ckpt-16.index"], d
 
     report = json.loads((sweep_dir / "sweep_results.json").read_text())
     assert report["metric"] == "eval_f1"
@@ -244,8 +248,22 @@ def test_the_best_trial_is_the_runner_run_alone(minilm_tf1, tmp_path):
     ]
     sweep_dir = tmp_path / "sweep"
     sweep = [sys.executable, os.path.join(REPO, "run_sweep.py"), f"--sweep_dir={sweep_dir}"]
-    result = run_in_repo([*sweep, "--grid=learning_rate=5e-5", "--restarts=2", "--", *runner])
+    result = run_in_repo(
+        [
+            *sweep,
+            "--grid=learning_rate=5e-5",
+            "--restarts=2",
+            "--keep_checkpoints=none",
+            "--",
+            *runner,
+        ]
+    )
     assert result.returncode == 0, result.stderr[-3000:]
+    trials = _trial_dirs(sweep_dir)
+    assert len(trials) == 2
+    for d in trials:
+        assert (d / "eval_results.txt").exists() and not list(d.glob("model.ckpt-*")), d
+        assert not (d / "checkpoint").exists()
     best = json.loads((sweep_dir / "sweep_results.json").read_text())["best"]
     alone = tmp_path / "alone"
     seed = f"--seed={best['seed']['seed']}"

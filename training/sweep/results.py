@@ -126,6 +126,18 @@ def write_results(sweep_dir, metric, rows, best):
     return path
 
 
+def delete_training_checkpoints(output_dir):
+    """Deletes a finished trial's training checkpoints (`model.ckpt-*` and the `checkpoint`
+    index); its results and best_checkpoint/ stay. Returns the bytes freed."""
+    freed = 0
+    for name in os.listdir(output_dir):
+        path = os.path.join(output_dir, name)
+        if os.path.isfile(path) and (name.startswith("model.ckpt-") or name == "checkpoint"):
+            freed += os.path.getsize(path)
+            os.remove(path)
+    return freed
+
+
 def copy_best(sweep_dir, best):
     """Copies the best trial's result files (leaderboard file, test_results.tsv,
     predictions.json, eval_results.txt, ...) and its best_checkpoint/ to `<sweep_dir>/best/`.

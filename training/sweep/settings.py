@@ -18,6 +18,10 @@ class SweepSettings:
         study_name: the sweep's name in the storage.
         prune: stop trials that fall behind on dev.
         pruner: "median" or "halving".
+        keep_checkpoints: a trial's training checkpoints: "last" (only the newest, the
+            runner's --keep_checkpoint_max=1 unless its command sets one), "none" (deleted once
+            the trial is complete or pruned; its best_checkpoint/ and results stay) or
+            "runner" (as the runner's --keep_checkpoint_max says).
         python: the interpreter the runners are started with.
     """
 
@@ -30,4 +34,5 @@ class SweepSettings:
     study_name: str = "sweep"
     prune: bool = False
     pruner: str = "median"
+    keep_checkpoints: str = "last"
     python: str = sys.executable
