@@ -30,7 +30,9 @@ def attention_bias_from_mask(input_mask, dtype=tf.float32):
     Returns:
         Tensor `[B, 1, 1, T]`: 0 where attended, -10000 where masked (not -inf, as the original).
     """
-    mask = tf.cast(input_mask, dtype)[:, tf.newaxis, tf.newaxis, :]
+    # expand_dims rather than a new-axis slice: TFLite has no kernel for the latter with
+    # dynamic shapes, and the int8 export (serving.lite) keeps batch and length dynamic.
+    mask = tf.expand_dims(tf.expand_dims(tf.cast(input_mask, dtype), 1), 1)
     return (1.0 - mask) * -10000.0
 
 

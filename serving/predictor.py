@@ -1,0 +1,53 @@
+"""One way to ask any export for answers: instances (plain dicts) in, answers (plain dicts) out.
+
+`load_predictor(export_dir)` reads whatever export_model.py wrote there:
+
+* a TFLite export (`--format=tflite`, `--quantize=int8`: `model.tflite` beside
+  `serving.json`) -> `serving.lite_predictor.LitePredictor`;
+* a text-in SavedModel (float32 or bfloat16) -> `serving.saved_model_predictor
+  .SavedModelPredictor`.
+
+Both answer alike, so serve.py, the benchmarks and the tests treat every export the same:
+
+| task | instance | answer |
+|---|---|---|
+| classifier | `{"text_a": str}` (+ `"text_b"` for pairs) | `{"label": str, "probabilities": [float]}` or, regression, `{"score": float}` |
+| ner | `{"text": str}` | `{"words": [str], "tags": [str]}` |
+| squad | `{"question": str, "context": str}` | `{"answer": str, "start_char": int, "end_char": int, "score": float}` (+ `"no_answer_probability"` for SQuAD 2.0) |
+| encoder | `{"text": str}` (+ `"text_b"`) | `{"pooled_output": [float]}` |
+"""
+
+import os
+
+# Files that mark a TFLite export (serving.lite_export writes both).
+TFLITE_MODEL = "model.tflite"
+SERVING_CONFIG = "serving.json"
+
+
+def is_tflite_export(export_dir):
+    """True if export_dir holds a TFLite export (model.tflite and serving.json)."""
+    return os.path.isfile(os.path.join(export_dir, TFLITE_MODEL)) and os.path.isfile(
+        os.path.join(export_dir, SERVING_CONFIG)
+    )
+
+
+def load_predictor(export_dir, num_threads=None):
+    """The predictor of the export in `export_dir`.
+
+    Args:
+        export_dir: a folder export_model.py wrote.
+        num_threads: CPU threads for the model (None: the runtime's default).
+
+    Returns:
+        An object with `task` (str), `precision` (str) and `predict(instances) -> answers`.
+
+    Raises:
+        UserError: export_dir is not an export, or its files are damaged.
+    """
+    if is_tflite_export(export_dir):
+        from serving.lite_predictor import LitePredictor
+
+        return LitePredictor(export_dir, num_threads=num_threads)
+    from serving.saved_model_predictor import SavedModelPredictor
+
+    return SavedModelPredictor(export_dir, num_threads=num_threads)
