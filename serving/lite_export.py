@@ -31,7 +31,7 @@ import tensorflow as tf
 from absl import logging
 
 from data.glue.processors import get_processor
-from serving.predictor import SERVING_CONFIG, TFLITE_MODEL
+from serving.lite_files import SERVING_CONFIG, TFLITE_MODEL
 from serving.tokenizer_json import write_tokenizer_json
 
 _ID_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -41,8 +41,8 @@ QUANTIZATIONS = ("none", "int8")
 def _outputs(task, model, inputs):
     """The head's raw outputs by name (see the module docstring)."""
     if task == "encoder":
-        sequence_output, pooled_output = model(inputs, training=False)
-        return {"pooled_output": pooled_output, "sequence_output": sequence_output}
+        out = model(inputs, training=False)
+        return {"pooled_output": out["pooled_output"], "sequence_output": out["sequence_output"]}
     outputs = model(inputs, training=False)
     if task == "squad":
         start_logits, end_logits = outputs

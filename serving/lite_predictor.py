@@ -16,8 +16,8 @@ import numpy as np
 
 from data.tokenization.full_tokenizer import FullTokenizer
 from fileio.errors import UserError
+from serving.lite_files import SERVING_CONFIG, TFLITE_MODEL
 from serving.lite_tasks import TASKS
-from serving.predictor import SERVING_CONFIG, TFLITE_MODEL
 
 _ID_NAMES = ("input_ids", "input_mask", "segment_ids")
 # Outputs with one row per position (cut to each window's length); the others have one per
