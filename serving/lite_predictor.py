@@ -108,9 +108,14 @@ class LitePredictor:
             ) from None
 
     @property
-    def keys(self):
-        """The instance keys the task reads."""
+    def instance_keys(self):
+        """The keys every instance needs, e.g. ("text_a", "text_b")."""
         return self.answers.keys
+
+    @property
+    def optional_instance_keys(self):
+        """Keys an instance may add (the encoder's "text_b")."""
+        return getattr(self.answers, "optional_keys", ())
 
     def run(self, windows):
         """The network's outputs for each window, trimmed to its length.
