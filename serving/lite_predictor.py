@@ -82,17 +82,24 @@ class LitePredictor:
         export_dir: the export's folder (model.tflite, serving.json, vocab.txt).
         num_threads: interpreter threads (None: the runtime's default).
         max_batch_size: windows run at once.
+        pad_to_max_seq_length: run every window at `max_seq_length`, as the original and the
+            text-in SavedModels do, instead of at its batch's longest. Only SQuAD's answers can
+            change: the original picks the `n_best_size` best start and end positions among
+            padding positions too, so padding can crowd out a valid span.
 
     Raises:
         UserError: a missing or damaged file of the export.
     """
 
-    def __init__(self, export_dir, num_threads=None, max_batch_size=32):
+    def __init__(
+        self, export_dir, num_threads=None, max_batch_size=32, pad_to_max_seq_length=False
+    ):
         self.export_dir = export_dir
         self.config = _read_config(export_dir)
         self.task = self.config["task"]
         self.precision = "int8" if self.config.get("quantize") == "int8" else "float32"
         self.max_batch_size = max_batch_size
+        self.pad_to_max_seq_length = pad_to_max_seq_length
         vocab = os.path.join(export_dir, "vocab.txt")
         self.tokenizer = FullTokenizer(vocab, do_lower_case=self.config["do_lower_case"])
         self.answers = TASKS[self.task](self.config, self.tokenizer)
@@ -130,6 +137,8 @@ class LitePredictor:
         for begin in range(0, len(windows), self.max_batch_size):
             batch = windows[begin : begin + self.max_batch_size]
             longest = max(len(w["input_ids"]) for w in batch)
+            if self.pad_to_max_seq_length:
+                longest = max(longest, self.config["max_seq_length"])
             feeds = {}
             for name in _ID_NAMES:
                 array = np.zeros([len(batch), longest], np.int32)
@@ -138,7 +147,7 @@ class LitePredictor:
                 feeds[name] = array
             result = self._runner(**feeds)
             for i, window in enumerate(batch):
-                length = len(window["input_ids"])
+                length = longest if self.pad_to_max_seq_length else len(window["input_ids"])
                 outputs.append(
                     {
                         k: v[i, :length] if k in _PER_POSITION or v.ndim == 3 else v[i]

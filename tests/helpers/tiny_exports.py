@@ -39,7 +39,8 @@ def write_tiny_exports(root, exports=("classifier", "ner", "squad")):
     Args:
         root: a pathlib.Path folder.
         exports: any of "classifier" (MRPC: text_a and text_b), "classifier_bfloat16" (the same
-            weights computing in bfloat16), "ner" and "squad" (SQuAD 1.1).
+            weights computing in bfloat16), "classifier_int8" (the same weights as an int8
+            TFLite export), "ner" and "squad" (SQuAD 1.1).
 
     Returns:
         {export name: its folder}.
@@ -60,6 +61,7 @@ def write_tiny_exports(root, exports=("classifier", "ner", "squad")):
     settings = {
         "classifier": dict(task_name="MRPC"),
         "classifier_bfloat16": dict(task_name="MRPC", precision="mixed_bfloat16"),
+        "classifier_int8": dict(task_name="MRPC", format="tflite", quantize="int8"),
         "ner": {},
         "squad": {},
     }

@@ -60,7 +60,9 @@ def built(tmp_path_factory):
         stderr=subprocess.STDOUT,
     )
     try:
-        exports.update(write_tiny_exports(root, ("classifier_bfloat16", "ner", "squad")))
+        exports.update(
+            write_tiny_exports(root, ("classifier_bfloat16", "classifier_int8", "ner", "squad"))
+        )
         address = _address(process, log)
         yield {"exports": exports, "process": process, "address": address, "log": log}
     finally:
@@ -277,6 +279,31 @@ def test_a_bfloat16_export_says_so_and_answers_close_to_float32(exports, classif
     got, expected = bfloat16.predict(instances), float32.predict(instances)
     np.testing.assert_allclose(
         [a["probabilities"] for a in got], [a["probabilities"] for a in expected], atol=0.03
+    )
+
+
+def test_an_int8_export_answers_over_http_close_to_float32(exports, classifier_predictor):
+    from serving.predictor import load_predictor
+
+    instances = [{"text_a": a, "text_b": b} for a, b in _PAIRS]
+    int8 = load_predictor(str(exports["classifier_int8"]))
+    server, address = _in_process_server(int8)
+    try:
+        status, payload = _request(address, "POST", "/v1/predict", {"instances": instances})
+        health = _request(address, "GET", "/v1/health")
+        missing = _request(address, "POST", "/v1/predict", {"text_a": "a"})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert status == 200, payload
+    assert health == (200, {"status": "ok", "task": "classifier", "precision": "int8"})
+    assert missing[0] == 400 and '"text_b"' in missing[1]["error"]
+    _assert_same(payload["predictions"], int8.predict(instances))
+    expected = classifier_predictor.predict(instances)
+    np.testing.assert_allclose(
+        [a["probabilities"] for a in payload["predictions"]],
+        [a["probabilities"] for a in expected],
+        atol=0.05,
     )
 
 
