@@ -15,6 +15,7 @@ from modeling import tf1_checkpoint
 from modeling.formats.conversion import SAVED_MODEL_CONFIG
 from modeling.layers import weights_from_checkpoint
 from serving.classifier import ClassifierExport
+from serving.lite_export import lite_settings, write_tflite_export
 from serving.ner import NerExport
 from serving.pretraining import PretrainingExport
 from serving.squad import SquadExport
@@ -61,6 +62,9 @@ class ExportRun:
     long_inputs: str = "truncate"
     head_tokens: int | None = None
     window_aggregation: str = "mean"
+    # "saved_model" (text in) or "tflite" (ids in; serving.lite_export); int8 implies tflite.
+    format: str = "saved_model"
+    quantize: str = "none"
 
     def __post_init__(self):
         for name, value in TASK_DEFAULTS.get(self.task, {}).items():
@@ -215,6 +219,16 @@ def _check_before_work(run, bert_config):
                 "another directory."
             )
     _check_vocab(run.vocab_file, bert_config.vocab_size)
+    if run.format == "tflite" and run.task == "pretraining":
+        raise ValueError(
+            "--format=tflite exports the classifier, ner, squad and encoder tasks; "
+            "--task=pretraining exports a SavedModel only: drop --format and --quantize."
+        )
+    if run.format == "tflite" and run.precision != "float32":
+        raise ValueError(
+            f"--format=tflite stores float32 or int8 weights (--quantize), not "
+            f"--precision={run.precision}: drop --precision."
+        )
     if run.precision != "float32" and run.task == "encoder":
         raise ValueError(
             f"--task=encoder exports float32 only (--precision={run.precision} given): a TF Hub "
@@ -262,11 +276,31 @@ _BUILDERS = {
 }
 
 
+def _export_tflite(run, bert_config, root):
+    model = root.encoder if run.task == "encoder" else root.model
+    with atomic_directory(run.export_dir, overwrite=run.overwrite) as temp:
+        tf.io.gfile.makedirs(temp)
+        write_tflite_export(
+            temp,
+            run.task,
+            model,
+            run.quantize,
+            run.vocab_file,
+            run.do_lower_case,
+            bert_config,
+            lite_settings(run, root),
+        )
+    logging.info("Wrote %s", run.export_dir)
+
+
 def _export(run, bert_config, weights):
     logging.info("Exporting --task=%s from %s", run.task, weights.source)
     if run.task not in _BUILDERS:
         raise ValueError(f"Unknown --task={run.task}.")
     root, signatures = _BUILDERS[run.task](run, bert_config, weights)
+    if run.format == "tflite":
+        _export_tflite(run, bert_config, root)
+        return
     parent = os.path.dirname(run.export_dir.rstrip("/"))
     if parent:
         tf.io.gfile.makedirs(parent)

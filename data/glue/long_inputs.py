@@ -105,8 +105,10 @@ def convert_long_examples(
     long_inputs="head_tail",
     head_tokens=None,
     doc_stride=None,
+    log=True,
 ):
-    """Features of `examples` cut by `head_tail` or `windows` (see the module docstring).
+    """Features of `examples` cut by `head_tail` or `windows` (see the module docstring);
+    the first are logged unless `log` is false (serving).
 
     Returns:
         (features, example_of_feature): the `ClassifierFeatures`, in order (the windows of an
@@ -135,7 +137,7 @@ def convert_long_examples(
                 list(piece_a), piece_b and list(piece_b), max_seq_length,
                 tokenizer.convert_tokens_to_ids,
             )  # fmt: skip
-            if len(features) < NUM_LOGGED:
+            if log and len(features) < NUM_LOGGED:
                 log_example(example, packed, label_id)
             features.append(
                 ClassifierFeatures(

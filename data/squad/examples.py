@@ -54,7 +54,7 @@ def _load_json(input_file):
         raise ValueError(f"Cannot read SQuAD file {input_file!r}: {err}") from err
 
 
-def _split_context(context):
+def split_context(context):
     """Returns the whitespace-separated words and, per character, the index of its word.
 
     A whitespace character maps to the word before it (-1 before the first word).
@@ -88,7 +88,7 @@ def _get(mapping, key, kind, where):
 def _read_question(qa, words, is_training, with_negative, where):
     """Returns the `SquadExample` of one entry of "qas", or None if its answer is not found.
 
-    `words` holds the context, its words and its character-to-word map (`_split_context`).
+    `words` holds the context, its words and its character-to-word map (`split_context`).
     """
     context, doc_tokens, char_to_word_offset = words
     qid = qa.get("id") if isinstance(qa, dict) else None
@@ -170,7 +170,7 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
         for j, paragraph in enumerate(_get(entry, "paragraphs", list, where)):
             where_paragraph = f"{where}.paragraphs[{j}]"
             context = _get(paragraph, "context", str, where_paragraph)
-            words = (context, *_split_context(context))
+            words = (context, *split_context(context))
             for qa in _get(paragraph, "qas", list, where_paragraph):
                 example = _read_question(qa, words, is_training, with_negative, source)
                 if example is not None:

@@ -94,7 +94,7 @@ def _log_feature(feature, is_training):
 
 
 def convert_examples_to_features(
-    examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training
+    examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training, log=True
 ):
     """Tokenizes examples into fixed-length windows, as the original `run_squad.py`.
 
@@ -112,6 +112,7 @@ def convert_examples_to_features(
         doc_stride: pieces between the starts of consecutive windows.
         max_query_length: question pieces kept.
         is_training: label the answer positions.
+        log: log the first examples' features (off for serving).
 
     Returns:
         list of `SquadFeatures`, example by example and window by window.
@@ -196,7 +197,7 @@ def convert_examples_to_features(
                 end_position=end_position,
                 is_impossible=example.is_impossible,
             )
-            if example_index < _NUM_LOGGED:
+            if log and example_index < _NUM_LOGGED:
                 _log_feature(feature, is_training)
             features.append(feature)
             unique_id += 1

@@ -27,7 +27,10 @@ Attributes:
 _Candidate = collections.namedtuple(
     "_Candidate", ["feature_index", "start_index", "end_index", "start_logit", "end_logit"]
 )
-_NbestEntry = collections.namedtuple("_NbestEntry", ["text", "start_logit", "end_logit"])
+# `words`: the span's first and last word in the example's doc_tokens (None for no answer).
+_NbestEntry = collections.namedtuple(
+    "_NbestEntry", ["text", "start_logit", "end_logit", "words"], defaults=(None,)
+)
 
 # The original starts its search for the lowest null score here (large and positive).
 _NO_NULL_SCORE = 1000000
@@ -198,7 +201,11 @@ def _predict_example(
         else:
             text = ""
         seen.add(text)
-        nbest.append(_NbestEntry(text, candidate.start_logit, candidate.end_logit))
+        words = None
+        if candidate.start_index > 0:
+            to_word = features[candidate.feature_index].token_to_orig_map
+            words = (to_word[candidate.start_index], to_word[candidate.end_index])
+        nbest.append(_NbestEntry(text, candidate.start_logit, candidate.end_logit, words))
     # SQuAD 2.0 always offers the null answer, even past n_best_size.
     if with_negative and "" not in seen:
         nbest.append(_NbestEntry("", null.start_logit, null.end_logit))
@@ -311,3 +318,33 @@ def write_predictions(
     if version_2_with_negative:
         _write_json_atomically(output_null_log_odds_file, null_odds)
     return predictions
+
+
+def best_answer(
+    example, features, results, n_best_size, max_answer_length, do_lower_case, with_negative
+):
+    """One question's answer as `write_predictions` chooses it, for serving.
+
+    Args:
+        example: the `SquadExample`.
+        features: its `SquadFeatures`.
+        results: dict unique_id -> `RawResult` of those features.
+        n_best_size, max_answer_length, do_lower_case: as for `write_predictions`.
+        with_negative: SQuAD 2.0.
+
+    Returns:
+        (text, score, null score, words): SQuAD 1.1 the best entry (its start + end logit;
+        "empty" without any valid span); SQuAD 2.0 the best non-null entry ("" and 0.0
+        without one) and the lowest [CLS] score, before the null threshold is applied (None
+        for 1.1); the first and last word of the answer's span in `example.doc_tokens`
+        (None without one).
+    """
+    nbest, score_null = _predict_example(
+        example, features, results, n_best_size, max_answer_length, do_lower_case,
+        with_negative, False,
+    )  # fmt: skip
+    if not with_negative:
+        best = nbest[0]
+    else:
+        best = next((entry for entry in nbest if entry.text), _NbestEntry("", 0.0, 0.0))
+    return best.text, best.start_logit + best.end_logit, score_null, best.words
