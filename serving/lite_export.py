@@ -14,11 +14,12 @@ ids identical to `FullTokenizer`), `bert_config.json` and `serving.json` (the ta
 setting the answers need: labels, windows, SQuAD's limits and null threshold), which
 `serving.lite_predictor.LitePredictor` and serve.py read.
 
-`--quantize=int8` is TFLite's dynamic-range quantization: every matrix of at least 1024
-values (the embedding tables, attention and feed-forward kernels, large heads) is stored in
-int8 with one scale per output channel and multiplied in int8 against activations quantized
-on the fly; biases, LayerNorm, softmax and the small output layers (fewer than 1024 values,
-e.g. 2-class heads) stay float32. The file is ~4x smaller than float32.
+`--quantize=int8` is TFLite's dynamic-range quantization: the word embeddings (one scale for
+the table) and every kernel of at least 1024 values (attention and feed-forward, large heads;
+one scale per output column) are stored in int8, and the kernels multiply in int8 against
+activations quantized on the fly; biases, LayerNorm, softmax, GELU, the position and
+token-type embeddings and small output layers (e.g. a 2-class head) stay float32. The file is
+~4x smaller than float32.
 """
 
 import hashlib
@@ -31,7 +32,7 @@ import tensorflow as tf
 from absl import logging
 
 from data.glue.processors import get_processor
-from serving.predictor import SERVING_CONFIG, TFLITE_MODEL
+from serving.lite_files import SERVING_CONFIG, TFLITE_MODEL
 from serving.tokenizer_json import write_tokenizer_json
 
 _ID_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -41,8 +42,8 @@ QUANTIZATIONS = ("none", "int8")
 def _outputs(task, model, inputs):
     """The head's raw outputs by name (see the module docstring)."""
     if task == "encoder":
-        sequence_output, pooled_output = model(inputs, training=False)
-        return {"pooled_output": pooled_output, "sequence_output": sequence_output}
+        out = model(inputs, training=False)
+        return {"pooled_output": out["pooled_output"], "sequence_output": out["sequence_output"]}
     outputs = model(inputs, training=False)
     if task == "squad":
         start_logits, end_logits = outputs

@@ -16,8 +16,8 @@ import numpy as np
 
 from data.tokenization.full_tokenizer import FullTokenizer
 from fileio.errors import UserError
+from serving.lite_files import SERVING_CONFIG, TFLITE_MODEL
 from serving.lite_tasks import TASKS
-from serving.predictor import SERVING_CONFIG, TFLITE_MODEL
 
 _ID_NAMES = ("input_ids", "input_mask", "segment_ids")
 # Outputs with one row per position (cut to each window's length); the others have one per
@@ -108,9 +108,14 @@ class LitePredictor:
             ) from None
 
     @property
-    def keys(self):
-        """The instance keys the task reads."""
+    def instance_keys(self):
+        """The keys every instance needs, e.g. ("text_a", "text_b")."""
         return self.answers.keys
+
+    @property
+    def optional_instance_keys(self):
+        """Keys an instance may add (the encoder's "text_b")."""
+        return getattr(self.answers, "optional_keys", ())
 
     def run(self, windows):
         """The network's outputs for each window, trimmed to its length.

@@ -238,7 +238,7 @@ def _characters(context, doc_tokens, words, answer):
 class EncoderTask(ClassifierTask):
     """Sentences (or pairs) in; the pooled output out."""
 
-    keys = ("text",)
+    optional_keys = ("text_b",)
 
     def __init__(self, config, tokenizer):
         config = {
@@ -249,6 +249,7 @@ class EncoderTask(ClassifierTask):
             "has_text_b": False,
         }
         super().__init__(config, tokenizer)
+        self.keys = ("text",)
 
     def _examples(self, instances):
         return [

@@ -17,18 +17,7 @@ Both answer alike, so serve.py, the benchmarks and the tests treat every export 
 | encoder | `{"text": str}` (+ `"text_b"`) | `{"pooled_output": [float]}` |
 """
 
-import os
-
-# Files that mark a TFLite export (serving.lite_export writes both).
-TFLITE_MODEL = "model.tflite"
-SERVING_CONFIG = "serving.json"
-
-
-def is_tflite_export(export_dir):
-    """True if export_dir holds a TFLite export (model.tflite and serving.json)."""
-    return os.path.isfile(os.path.join(export_dir, TFLITE_MODEL)) and os.path.isfile(
-        os.path.join(export_dir, SERVING_CONFIG)
-    )
+from serving.lite_files import is_tflite_export
 
 
 def load_predictor(export_dir, num_threads=None):

@@ -89,6 +89,11 @@ def exports(tmp_path_factory):
         ),
     }
     out = {}
+    encoder = {k: v for k, v in _arrays(ClassifierTask(config, 2), 1.0).items() if "bert/" in k}
+    out["encoder"] = {
+        fmt: _export(root, f"encoder_{fmt}", "encoder", encoder, config, max_seq_length=24, **extra)
+        for fmt, extra in (("saved_model", {}), ("tflite", dict(format="tflite")))
+    }
     for name, (task, settings) in tasks.items():
         kind = "classifier" if name == "windows" else name
         arrays = _arrays(task, scale=30.0)
@@ -129,6 +134,24 @@ def test_classifier_answers_as_its_saved_model(exports, name):
         [g["probabilities"] for g in got], expected["probabilities"].numpy(), atol=2e-6
     )
     assert [g["label"] for g in got] == _strings(expected["label"].numpy().tolist())
+
+
+def test_encoder_pools_as_the_tf_hub_encoder(exports):
+    predictor = load_predictor(str(exports["encoder"]["tflite"]))
+    assert (predictor.instance_keys, predictor.optional_instance_keys) == (("text",), ("text_b",))
+    instances = [{"text": "the lazy dog"}, {"text": _LONG}, {"text": "a dog", "text_b": "the fox"}]
+    windows, _ = predictor.answers.windows(instances)
+    got = predictor.predict(instances)
+    hub = tf.saved_model.load(str(exports["encoder"]["saved_model"]))
+    for window, answer in zip(windows, got, strict=True):
+        ids = {
+            "input_word_ids": [window["input_ids"]],
+            "input_mask": [window["input_mask"]],
+            "input_type_ids": [window["segment_ids"]],
+        }
+        expected = hub({k: tf.constant(v, tf.int32) for k, v in ids.items()})
+        np.testing.assert_allclose(answer["pooled_output"], expected["pooled_output"][0], atol=1e-5)
+    assert len(windows[1]["input_ids"]) == 24  # cut to max_seq_length, as the classifier
 
 
 def test_ner_tags_every_word_as_its_saved_model(exports):

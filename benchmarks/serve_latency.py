@@ -1,0 +1,180 @@
+"""serve.py's latency and throughput under concurrent clients: batched against one instance
+per model call.
+
+Each peer starts `serve.py --model=DIR` in a process of its own (any free port), waits until
+it answers, then `--concurrency` client threads, each on its own keep-alive connection, send
+`--requests` requests in all, one instance each: the sentences of `--sentences` (one per line,
+mixed lengths; a classifier of pairs gets the next line as `text_b`, SQuAD the line as context
+and its first words as the question). Peers: `batched` (--max_batch_size, --batch_timeout_ms)
+and `unbatched` (--max_batch_size=1). Reported: p50/p90/p99 latency per request and requests
+per second; `--json` prints the summary as JSON too (`--output FILE` keeps every run).
+
+    python -m benchmarks.serve_latency --model=/tmp/mrpc_model --concurrency=8 \\
+        --requests=400 --sentences=sentences.txt
+"""
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from benchmarks import harness
+
+METRICS = [
+    harness.seconds("p50_ms", "ms"),
+    harness.seconds("p90_ms", "ms"),
+    harness.seconds("p99_ms", "ms"),
+    harness.rate("requests_per_s", "requests/s"),
+]
+
+
+def add_arguments(parser):
+    parser.add_argument("--model", required=True, help="The export serve.py serves.")
+    parser.add_argument("--sentences", required=True, help="A text file, one sentence a line.")
+    parser.add_argument("--concurrency", type=int, default=8, help="Client threads.")
+    parser.add_argument("--requests", type=int, default=400, help="Requests in all.")
+    parser.add_argument("--warmup", type=int, default=16, help="Requests before timing.")
+    parser.add_argument("--max_batch_size", type=int, default=32, help="The batched peer's.")
+    parser.add_argument("--batch_timeout_ms", type=float, default=5.0, help="The batched peer's.")
+    parser.add_argument("--num_threads", type=int, default=None, help="serve.py --num_threads.")
+    parser.add_argument("--json", action="store_true", help="Print the summary as JSON too.")
+
+
+def peers(args):
+    return [
+        harness.Peer("unbatched", options={"max_batch_size": 1, "batch_timeout_ms": 0}),
+        harness.Peer(
+            "batched",
+            baseline="unbatched",
+            options={
+                "max_batch_size": args.max_batch_size,
+                "batch_timeout_ms": args.batch_timeout_ms,
+            },
+        ),
+    ]
+
+
+def _instances(path, keys, count):
+    """`count` instances cycling through the file's lines, in the export's keys."""
+    with open(path, encoding="utf-8") as f:
+        lines = [line.strip() for line in f if line.strip()]
+    if not lines:
+        raise ValueError(f"--sentences {path} has no sentences: give a file of one per line.")
+    instances = []
+    for i in range(count):
+        line, following = lines[i % len(lines)], lines[(i + 1) % len(lines)]
+        if "question" in keys:
+            instances.append({"question": " ".join(line.split()[:6]), "context": line})
+        else:
+            instance = {keys[0]: line}
+            if "text_b" in keys:
+                instance["text_b"] = following
+            instances.append(instance)
+    return instances
+
+
+def _start(args, options, log):
+    command = [
+        sys.executable,
+        os.path.join(harness.REPO, "serve.py"),
+        f"--model={args.model}",
+        "--port=0",
+        f"--max_batch_size={options['max_batch_size']}",
+        f"--batch_timeout_ms={options['batch_timeout_ms']}",
+    ]
+    if args.num_threads:
+        command.append(f"--num_threads={args.num_threads}")
+    process = subprocess.Popen(command, cwd=harness.REPO, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        with open(log.name, encoding="utf-8") as f:
+            text = f.read()
+        if " at http://" in text:
+            return process, text.split(" at http://", 1)[1].split("/v1/predict", 1)[0]
+        if process.poll() is not None:
+            raise RuntimeError(f"serve.py failed:\n{text[-3000:]}")
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("serve.py did not start within 600 s.")
+
+
+def _client(address, bodies, latencies, errors):
+    host, port = address.rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port), timeout=600)
+    for body in bodies:
+        start = time.perf_counter()
+        connection.request("POST", "/v1/predict", body=body)
+        response = connection.getresponse()
+        response.read()
+        latencies.append(time.perf_counter() - start)
+        if response.status != 200:
+            errors.append(response.status)
+    connection.close()
+
+
+def _run_clients(address, bodies, concurrency):
+    """Latencies (s) of every request, and the wall time of all, `concurrency` clients."""
+    latencies, errors = [], []
+    threads = [
+        threading.Thread(target=_client, args=(address, bodies[i::concurrency], latencies, errors))
+        for i in range(concurrency)
+    ]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - start
+    if errors:
+        raise RuntimeError(f"{len(errors)} requests failed (HTTP {sorted(set(errors))}).")
+    return sorted(latencies), wall
+
+
+def _percentile(values, q):
+    return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
+
+
+def measure(args, peer):
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as log:
+        process, address = _start(args, peer.options, log)
+    try:
+        connection = http.client.HTTPConnection(address, timeout=60)
+        connection.request("GET", "/v1/metadata")
+        metadata = json.loads(connection.getresponse().read())
+        connection.close()
+        keys = metadata["instance_keys"]["required"]
+        instances = _instances(args.sentences, keys, args.warmup + args.requests)
+        bodies = [json.dumps(x).encode("utf-8") for x in instances]
+        _run_clients(address, bodies[: args.warmup], args.concurrency)
+        connection = http.client.HTTPConnection(address, timeout=60)
+        connection.request("GET", "/v1/stats")
+        before = json.loads(connection.getresponse().read())
+        latencies, wall = _run_clients(address, bodies[args.warmup :], args.concurrency)
+        connection.request("GET", "/v1/stats")
+        after = json.loads(connection.getresponse().read())
+        connection.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        os.unlink(log.name)
+    batches = after["batches"] - before["batches"]
+    return {
+        "p50_ms": 1000 * _percentile(latencies, 50),
+        "p90_ms": 1000 * _percentile(latencies, 90),
+        "p99_ms": 1000 * _percentile(latencies, 99),
+        "requests_per_s": len(latencies) / wall,
+        "mean_batch": (after["instances"] - before["instances"]) / max(batches, 1),
+        "task": metadata["task"],
+        "precision": metadata["precision"],
+    }
+
+
+if __name__ == "__main__":
+    rows = harness.main(__spec__.name)
+    if "--json" in sys.argv[1:] and "--measure" not in sys.argv[1:]:
+        print(json.dumps(rows, indent=1))

@@ -1,0 +1,91 @@
+r"""Answers of an exported model as JSON over HTTP, for any language:
+
+    python export_model.py --task=classifier --task_name=MRPC --checkpoint=/tmp/mrpc_output \
+        --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+        --vocab_file=$BERT_BASE_DIR/vocab.txt --export_dir=/tmp/mrpc_model
+    python serve.py --model=/tmp/mrpc_model --port=8080
+    curl -s localhost:8080/v1/predict \
+        -d '{"instances": [{"text_a": "He went home.", "text_b": "He walked home."}]}'
+
+`--model` is a folder export_model.py wrote: a text-in SavedModel (--task=classifier, ner or
+squad; float32 or bfloat16) or a TFLite export (int8). POST /v1/predict answers instances
+(`{"instances": [...]}` or one instance object); GET /v1/health and /v1/metadata describe the
+model. Concurrent requests run as one batch of up to --max_batch_size instances, gathered for
+up to --batch_timeout_ms. It listens on 127.0.0.1 unless --host says otherwise and stops
+cleanly on SIGTERM or Ctrl-C. See docs/serving.md.
+"""
+
+import os
+
+from absl import flags
+
+from fileio.errors import UserError, run_command
+from training.flags import quiet_tensorflow_logs
+
+FLAGS = flags.FLAGS
+quiet_tensorflow_logs()
+
+flags.DEFINE_string(
+    "model",
+    None,
+    "The export to serve: the --export_dir of export_model.py (a text-in SavedModel of "
+    "--task=classifier, ner or squad, or a TFLite export).",
+)
+flags.DEFINE_string(
+    "host",
+    "127.0.0.1",
+    "Address to listen on; 127.0.0.1 answers this machine only, 0.0.0.0 every network.",
+)
+flags.DEFINE_integer("port", 8080, "TCP port to listen on (0: any free port).", lower_bound=0)
+flags.DEFINE_integer(
+    "max_batch_size",
+    32,
+    "Instances of concurrent requests run in one model call, at most this many.",
+    lower_bound=1,
+)
+flags.DEFINE_float(
+    "batch_timeout_ms",
+    5.0,
+    "How long a request waits for others to share its model call (milliseconds; 0: only "
+    "those already waiting).",
+    lower_bound=0.0,
+)
+flags.DEFINE_integer(
+    "num_threads",
+    None,
+    "CPU threads for the model (default: the runtime's, all cores).",
+    lower_bound=1,
+)
+
+
+def main(_):
+    model = FLAGS.model
+    # Before TensorFlow loads, a local path that holds no export fails at once.
+    if "://" not in model and not os.path.isdir(model):
+        raise UserError(
+            f"--model {model} is not a folder: pass the --export_dir that export_model.py wrote."
+        )
+    if "://" not in model and not any(
+        os.path.isfile(os.path.join(model, name)) for name in ("saved_model.pb", "model.tflite")
+    ):
+        raise UserError(
+            f"--model {model} holds neither saved_model.pb nor model.tflite, so it is no "
+            "export: pass the --export_dir that export_model.py wrote."
+        )
+    if FLAGS.port > 65535:
+        raise UserError(f"--port {FLAGS.port} is not a TCP port: pass 1 to 65535 (or 0).")
+    from jobs.serve_run import serve
+    from serving.http_server import ServerSettings
+
+    settings = ServerSettings(
+        host=FLAGS.host,
+        port=FLAGS.port,
+        max_batch_size=FLAGS.max_batch_size,
+        batch_timeout_ms=FLAGS.batch_timeout_ms,
+    )
+    serve(model, settings, num_threads=FLAGS.num_threads)
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["model"])
+    run_command(main)

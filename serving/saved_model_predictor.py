@@ -1,0 +1,216 @@
+"""Answers of a text-in SavedModel (export_model.py --task=classifier, ner or squad) as plain
+dicts, the table of `serving.predictor`.
+
+The task comes from the inputs of the export's `serving_default` signature (`text_a` [and
+`text_b`]: classifier; `text`: ner; `question` and `context`: squad) and the precision from its
+graph: an export of `--precision=mixed_bfloat16` computes in bfloat16 (`mixed_float16`: float16),
+which its functions' ops record. Loading needs `tensorflow_text` (the WordPiece op), imported
+here.
+"""
+
+import os
+
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the WordPiece op the exports use)
+from absl import logging
+from google.protobuf.message import DecodeError
+from tensorflow.core.protobuf import saved_model_pb2
+
+from fileio.errors import UserError
+
+_SAVED_MODEL = "saved_model.pb"
+_SIGNATURE = "serving_default"
+# Each text-in task by the (sorted) inputs of its serving_default signature.
+_TASKS = {
+    ("text_a",): "classifier",
+    ("text_a", "text_b"): "classifier",
+    ("text",): "ner",
+    ("context", "question"): "squad",
+}
+# The order each task's inputs are named in messages and metadata.
+_KEY_ORDER = ("text_a", "text_b", "text", "question", "context")
+_FIX = "pass the --export_dir that export_model.py --task=classifier, ner or squad wrote"
+_DAMAGED_FIX = "export the model again with export_model.py, or restore the folder from a good copy"
+
+
+def _first_line(err):
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__
+
+
+def _read_meta_graph(export_dir):
+    """The export's MetaGraphDef, or the UserError saying why `export_dir` holds none."""
+    path = os.path.join(export_dir, _SAVED_MODEL)
+    if not tf.io.gfile.isdir(export_dir):
+        raise UserError(f"The model folder {export_dir} does not exist: {_FIX}.")
+    if not tf.io.gfile.exists(path):
+        raise UserError(f"{export_dir} holds no {_SAVED_MODEL}, so it is no export: {_FIX}.")
+    saved_model = saved_model_pb2.SavedModel()
+    try:
+        with tf.io.gfile.GFile(path, "rb") as f:
+            saved_model.ParseFromString(f.read())
+    except (DecodeError, tf.errors.OpError, OSError) as err:
+        raise UserError(f"{path} is damaged ({_first_line(err)}): {_DAMAGED_FIX}.") from None
+    if len(saved_model.meta_graphs) != 1:
+        raise UserError(f"{path} is damaged (it holds no model): {_DAMAGED_FIX}.")
+    return saved_model.meta_graphs[0]
+
+
+def _task(export_dir, meta_graph):
+    signature = meta_graph.signature_def.get(_SIGNATURE)
+    inputs = tuple(sorted(signature.inputs)) if signature is not None else ()
+    if inputs not in _TASKS:
+        raise UserError(
+            f"{export_dir} is a SavedModel without text inputs (serving_default takes "
+            f"{list(inputs) or 'nothing'}; a TF Hub encoder or pre-training export takes ids): "
+            f"{_FIX}."
+        )
+    return _TASKS[inputs], tuple(k for k in _KEY_ORDER if k in inputs)
+
+
+def _precision(meta_graph):
+    """ "bfloat16" or "float16" if any op of the export's functions computes in it, else
+    "float32" (mixed precision keeps weights float32 and casts to the compute dtype)."""
+    found = set()
+    wanted = {tf.bfloat16.as_datatype_enum: "bfloat16", tf.float16.as_datatype_enum: "float16"}
+    for function in meta_graph.graph_def.library.function:
+        for node in function.node_def:
+            for value in node.attr.values():
+                if value.type in wanted:
+                    found.add(wanted[value.type])
+    return "bfloat16" if "bfloat16" in found else "float16" if found else "float32"
+
+
+def set_cpu_threads(num_threads):
+    """TensorFlow's intra- and inter-op thread pools at `num_threads` (None: its default).
+
+    It must run before TensorFlow runs any op; later, the pools are fixed and it only warns.
+    """
+    if not num_threads:
+        return
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(num_threads)
+        tf.config.threading.set_inter_op_parallelism_threads(num_threads)
+    except RuntimeError:
+        logging.warning(
+            "num_threads=%d not applied: TensorFlow already runs with its thread pools.",
+            num_threads,
+        )
+
+
+def _text(value):
+    return value.decode("utf-8", errors="replace")
+
+
+def _classifier_answers(outputs, count):
+    if "score" in outputs:
+        return [{"score": float(s)} for s in outputs["score"][:count]]
+    return [
+        {"label": _text(label), "probabilities": probabilities.tolist()}
+        for label, probabilities in zip(outputs["label"], outputs["probabilities"], strict=True)
+    ]
+
+
+def _ner_answers(outputs, count):
+    answers = []
+    for words, tags, n in zip(outputs["words"], outputs["tags"], outputs["num_words"], strict=True):
+        answers.append(
+            {"words": [_text(w) for w in words[:n]], "tags": [_text(t) for t in tags[:n]]}
+        )
+    return answers
+
+
+def _squad_answers(outputs, count):
+    answers = []
+    for i in range(count):
+        answer = {
+            "answer": _text(outputs["answer"][i]),
+            "start_char": int(outputs["start_char"][i]),
+            "end_char": int(outputs["end_char"][i]),
+            "score": float(outputs["score"][i]),
+        }
+        if "no_answer_probability" in outputs:
+            answer["no_answer_probability"] = float(outputs["no_answer_probability"][i])
+        answers.append(answer)
+    return answers
+
+
+_ANSWERS = {"classifier": _classifier_answers, "ner": _ner_answers, "squad": _squad_answers}
+
+
+class SavedModelPredictor:
+    """A text-in SavedModel of export_model.py, answering plain dicts.
+
+    Args:
+        export_dir: the folder export_model.py wrote (--task=classifier, ner or squad; float32,
+            bfloat16 or float16 compute).
+        num_threads: CPU threads for TensorFlow's op pools (None: its default); applied only if
+            TensorFlow has run nothing in this process yet.
+
+    Attributes:
+        task: "classifier", "ner" or "squad".
+        precision: "float32", "bfloat16" or "float16": what the model computes in.
+        instance_keys: the keys every instance needs (string values), e.g. ("text_a", "text_b").
+        signature: the export's `serving_default` function (string tensors in, tensors out).
+
+    Raises:
+        UserError: `export_dir` is not a text-in export, or its files are damaged.
+    """
+
+    def __init__(self, export_dir, num_threads=None):
+        set_cpu_threads(num_threads)
+        self.export_dir = str(export_dir)
+        meta_graph = _read_meta_graph(self.export_dir)
+        self.task, self.instance_keys = _task(self.export_dir, meta_graph)
+        self.precision = _precision(meta_graph)
+        try:
+            self._model = tf.saved_model.load(self.export_dir)
+            self.signature = self._model.signatures[_SIGNATURE]
+        except Exception as err:  # noqa: BLE001 - a damaged file fails in many ways
+            raise UserError(
+                f"{self.export_dir} cannot be loaded ({type(err).__name__}: "
+                f"{_first_line(err)}); its variables/ or assets/ are damaged or missing: "
+                f"{_DAMAGED_FIX}."
+            ) from None
+        logging.info(
+            "Loaded the %s export %s (%s; instances: %s).",
+            self.task,
+            self.export_dir,
+            self.precision,
+            ", ".join(self.instance_keys),
+        )
+
+    def _column(self, instances, key):
+        """The strings of `key` in every instance, or a ValueError naming the instance."""
+        column = []
+        for index, instance in enumerate(instances):
+            if not isinstance(instance, dict) or key not in instance:
+                raise ValueError(
+                    f"Instance {index} has no {key!r}: give every instance of this {self.task} "
+                    f"model {' and '.join(repr(k) for k in self.instance_keys)} (strings)."
+                )
+            if not isinstance(instance[key], str):
+                raise ValueError(
+                    f"Instance {index}'s {key!r} is a {type(instance[key]).__name__}: give a "
+                    "string."
+                )
+            column.append(instance[key])
+        return column
+
+    def predict(self, instances):
+        """The answers to `instances`, one dict each, in order (serving.predictor's table).
+
+        Args:
+            instances: a list of dicts with the `instance_keys` (string values).
+
+        Returns:
+            A list of dicts of plain Python values (str, float, int, lists).
+
+        Raises:
+            ValueError: an instance lacks a key or has a value that is not a string.
+        """
+        if not instances:
+            return []
+        inputs = {k: tf.constant(self._column(instances, k), tf.string) for k in self.instance_keys}
+        outputs = {k: v.numpy() for k, v in self.signature(**inputs).items()}
+        return _ANSWERS[self.task](outputs, len(instances))
