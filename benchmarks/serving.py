@@ -124,43 +124,13 @@ def dev_set(work_dir):
     return [row[0] for row in rows], [int(row[1]) for row in rows]
 
 
-class _SavedModelAdapter:
-    """The text-in SavedModel's serving signature, for a tree without
-    serving.saved_model_predictor: the same answers as `load_predictor`'s."""
-
-    precision = "float32 or bfloat16"
-
-    def __init__(self, export_dir, num_threads):
-        import tensorflow as tf
-        import tensorflow_text  # noqa: F401  (the in-graph tokenizer's ops)
-
-        tf.config.threading.set_intra_op_parallelism_threads(num_threads)
-        tf.config.threading.set_inter_op_parallelism_threads(num_threads)
-        self._tf = tf
-        self._serve = tf.saved_model.load(export_dir).signatures["serving_default"]
-
-    def predict(self, instances):
-        texts = self._tf.constant([i["text_a"] for i in instances])
-        out = self._serve(text_a=texts)
-        labels = [label.decode("utf-8") for label in out["label"].numpy()]
-        probabilities = out["probabilities"].numpy().tolist()
-        return [
-            {"label": a, "probabilities": p} for a, p in zip(labels, probabilities, strict=True)
-        ]
-
-
 def _project_predictor(export_dir, num_threads):
     """(sentences -> probabilities [n, 2], how the export was loaded)."""
     import numpy as np
 
     from serving.predictor import load_predictor
 
-    try:
-        predictor, how = load_predictor(export_dir, num_threads=num_threads), "load_predictor"
-    except ModuleNotFoundError as err:
-        if err.name != "serving.saved_model_predictor":
-            raise
-        predictor, how = _SavedModelAdapter(export_dir, num_threads), "signature adapter"
+    predictor, how = load_predictor(export_dir, num_threads=num_threads), "load_predictor"
 
     def predict(sentences):
         answers = predictor.predict([{"text_a": s} for s in sentences])
