@@ -281,6 +281,10 @@ def plot(medians, path, title):
     figure.savefig(path, dpi=120)
 
 
+def _threads(count):
+    return f"{count} thread" + ("" if count == 1 else "s")
+
+
 def main():
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser)
@@ -293,7 +297,7 @@ def main():
         medians, text = table(written["summary"])
         print(text)
         if args.plot:
-            title = f"{written['cpu']['model']}, {written['num_threads']} threads"
+            title = f"{written['cpu']['model']}, {_threads(written['num_threads'])}"
             plot(medians, args.plot, f"MiniLM-L6 SST-2-style classifier, {title}")
         return None
     if args.prepare or args.prepare_only:
@@ -316,7 +320,7 @@ def main():
             versions[name] = None
     print(json.dumps({"cpu": cpu, "num_threads": args.num_threads, **versions}), flush=True)
     medians, text = table(harness.main(module, argv))
-    threads = f"{args.num_threads} threads"
+    threads = _threads(args.num_threads)
     print(f"\n{cpu['model']}, {threads}, flags: {cpu['flags']}\n\n{text}", flush=True)
     if args.json:
         with open(args.json, encoding="utf-8") as f:
