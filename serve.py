@@ -10,8 +10,8 @@ r"""Answers of an exported model as JSON over HTTP, for any language:
 `--model` is a folder export_model.py wrote: a text-in SavedModel (--task=classifier, ner or
 squad; float32 or bfloat16) or a TFLite export (int8). POST /v1/predict answers instances
 (`{"instances": [...]}` or one instance object); GET /v1/health and /v1/metadata describe the
-model. Concurrent requests run as one batch of up to --max_batch_size instances, gathered for
-up to --batch_timeout_ms. It listens on 127.0.0.1 unless --host says otherwise and stops
+model. Concurrent requests run as one batch of up to --max_batch_size instances: those that
+arrived while the model was busy, and more for up to --batch_timeout_ms. It listens on 127.0.0.1 unless --host says otherwise and stops
 cleanly on SIGTERM or Ctrl-C. See docs/serving.md.
 """
 
@@ -45,7 +45,7 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_float(
     "batch_timeout_ms",
-    5.0,
+    0.0,
     "How long a request waits for others to share its model call (milliseconds; 0: only "
     "those already waiting).",
     lower_bound=0.0,

@@ -40,7 +40,7 @@ def add_arguments(parser):
     parser.add_argument("--requests", type=int, default=400, help="Requests in all.")
     parser.add_argument("--warmup", type=int, default=16, help="Requests before timing.")
     parser.add_argument("--max_batch_size", type=int, default=32, help="The batched peer's.")
-    parser.add_argument("--batch_timeout_ms", type=float, default=5.0, help="The batched peer's.")
+    parser.add_argument("--batch_timeout_ms", type=float, default=0.0, help="The batched peer's.")
     parser.add_argument("--num_threads", type=int, default=None, help="serve.py --num_threads.")
     parser.add_argument("--json", action="store_true", help="Print the summary as JSON too.")
 

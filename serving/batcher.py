@@ -1,7 +1,8 @@
 """One model call for the instances of concurrent requests.
 
 Each request thread hands its instances to `Batcher.submit` and waits; one batcher thread takes
-the first waiting request, gathers more for up to `batch_timeout_s` while the batch stays within
+the first waiting request and every request that queued meanwhile (those that arrived while the
+last batch ran), waits up to `batch_timeout_s` for more while the batch stays within
 `max_batch_size` instances, runs `predict` once on all of them and hands each request its own
 answers. A request larger than `max_batch_size` runs alone, in calls of `max_batch_size`.
 
@@ -82,11 +83,11 @@ class Batcher:
         self._queue.put(_STOP)
         self._thread.join()
 
-    def _next(self, timeout):
+    def _next(self, timeout, block=True):
         if self._held is not None:
             request, self._held = self._held, None
             return request
-        return self._queue.get(timeout=timeout)
+        return self._queue.get(block=block, timeout=timeout)
 
     def _loop(self):
         while True:
@@ -96,11 +97,11 @@ class Batcher:
             batch, size = [first], len(first.instances)
             deadline = time.monotonic() + self.batch_timeout_s
             while size < self.max_batch_size:
+                # What queued while the last batch ran joins at once; the timeout is how long
+                # to wait beyond that for more.
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
                 try:
-                    request = self._next(remaining)
+                    request = self._next(remaining if remaining > 0 else None, remaining > 0)
                 except queue.Empty:
                     break
                 if request is _STOP or size + len(request.instances) > self.max_batch_size:
