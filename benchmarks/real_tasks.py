@@ -100,11 +100,11 @@ def _first_sentences(text, count):
     return "\n".join(lines) + "\n"
 
 
-def write_squad(source, out_dir, max_train_questions=None):
+def write_squad(source, out_dir, max_train_questions=None, max_dev_questions=None):
     """Writes out_dir/train.json and dev.json; returns {split: questions, split_version}.
 
-    `max_train_questions` keeps whole paragraphs, drawn at random (seed 0) from every
-    article, until at least that many questions are kept."""
+    `max_train_questions` (`max_dev_questions`) keeps whole paragraphs, drawn at random
+    (seed 0) from every article, until at least that many questions are kept."""
     members = _members(source)
     counts = {}
     with atomic_directory(out_dir) as out:
@@ -112,8 +112,9 @@ def write_squad(source, out_dir, max_train_questions=None):
         for out_name, candidates in SQUAD_NAMES.items():
             dataset = json.loads(_pick(members, source, out_name, candidates))
             split = out_name.split(".")[0]
-            if split == "train" and max_train_questions:
-                dataset["data"] = _some_paragraphs(dataset["data"], max_train_questions)
+            cap = max_train_questions if split == "train" else max_dev_questions
+            if cap:
+                dataset["data"] = _some_paragraphs(dataset["data"], cap)
             counts[split] = sum(len(p["qas"]) for a in dataset["data"] for p in a["paragraphs"])
             counts[f"{split}_version"] = dataset.get("version")
             with open(os.path.join(out, out_name), "w", encoding="utf-8") as f:
@@ -147,11 +148,14 @@ def main():
     parser.add_argument("--out_dir", required=True)
     parser.add_argument("--max_train_sentences", type=int, default=None, help="ner: a cap")
     parser.add_argument("--max_train_questions", type=int, default=None, help="squad: a cap")
+    parser.add_argument("--max_dev_questions", type=int, default=None, help="squad: a cap")
     args = parser.parse_args()
     if args.task == "ner":
         counts = write_conll(args.source, args.out_dir, args.max_train_sentences)
     else:
-        counts = write_squad(args.source, args.out_dir, args.max_train_questions)
+        counts = write_squad(
+            args.source, args.out_dir, args.max_train_questions, args.max_dev_questions
+        )
     print(json.dumps(counts))
 
 
