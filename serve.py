@@ -20,6 +20,7 @@ import os
 from absl import flags
 
 from fileio.errors import UserError, run_command
+from training.flag_rules import check_flags
 from training.flags import quiet_tensorflow_logs
 
 FLAGS = flags.FLAGS
@@ -36,29 +37,27 @@ flags.DEFINE_string(
     "127.0.0.1",
     "Address to listen on; 127.0.0.1 answers this machine only, 0.0.0.0 every network.",
 )
-flags.DEFINE_integer("port", 8080, "TCP port to listen on (0: any free port).", lower_bound=0)
+flags.DEFINE_integer("port", 8080, "TCP port to listen on (0: any free port).")
 flags.DEFINE_integer(
     "max_batch_size",
     32,
     "Instances of concurrent requests run in one model call, at most this many.",
-    lower_bound=1,
 )
 flags.DEFINE_float(
     "batch_timeout_ms",
     0.0,
     "How long a request waits for others to share its model call (milliseconds; 0: only "
     "those already waiting).",
-    lower_bound=0.0,
 )
 flags.DEFINE_integer(
     "num_threads",
     None,
     "CPU threads for the model (default: the runtime's, all cores).",
-    lower_bound=1,
 )
 
 
 def main(_):
+    check_flags(FLAGS)
     model = FLAGS.model
     # Before TensorFlow loads, a local path that holds no export fails at once.
     if "://" not in model and not os.path.isdir(model):
@@ -72,8 +71,6 @@ def main(_):
             f"--model {model} holds neither saved_model.pb nor model.tflite, so it is no "
             "export: pass the --export_dir that export_model.py wrote."
         )
-    if FLAGS.port > 65535:
-        raise UserError(f"--port {FLAGS.port} is not a TCP port: pass 1 to 65535 (or 0).")
     from jobs.serve_run import serve
     from serving.http_server import ServerSettings
 

@@ -25,6 +25,7 @@ _AT_LEAST_1 = ("at least 1", lambda v: v >= 1)
 _AT_LEAST_0 = ("at least 0", lambda v: v >= 0)
 _STEPS = ("at least 1, or auto", lambda v: v == "auto" or v >= 1)
 _POSITIVE = ("positive", lambda v: v > 0)
+_PORT = ("0 to 65535", lambda v: 0 <= v <= 65535)
 _PROBABILITY = ("within [0, 1]", lambda v: 0.0 <= v <= 1.0)
 # NaN fails every comparison; the original's arithmetic (int(), round()) raised on it.
 _A_NUMBER = ("a number", lambda v: v == v)
@@ -68,6 +69,10 @@ _VALUE_RULES = (
     ("max_chars", _AT_LEAST_0, "pass 0 to keep every character", None),
     ("max_input_lines", _AT_LEAST_0, "pass 0 to read every line", None),
     ("num_unused", _AT_LEAST_0, "pass 0 for no [unusedN] slots (Google's: 994)", None),
+    ("port", _PORT, "pass a TCP port, or 0 for any free one", None),
+    ("max_batch_size", _AT_LEAST_1, "pass the instances per model call, e.g. 32", None),
+    ("batch_timeout_ms", _AT_LEAST_0, "pass the milliseconds a batch waits for more, or 0", None),
+    ("num_threads", _AT_LEAST_1, "pass a thread count, or leave it out for all cores", None),
     ("num_iterations", _AT_LEAST_1, "pass the learner's rounds, e.g. 4", None),
     ("max_token_chars", _AT_LEAST_1, "pass the longest piece in characters, e.g. 32", None),
     ("progress_interval_s", _POSITIVE, "pass the seconds between progress lines, e.g. 10", None),
