@@ -57,7 +57,9 @@ def _tensorflow_errors():
     return getattr(tf, "errors", None) if tf is not None else None
 
 
-def _first_line(err):
+def first_line(err):
+    """The first line of an exception's message (its type's name if it has none), for the
+    one-sentence errors that quote what a library said."""
     text = str(err).strip().splitlines()
     return text[0] if text else type(err).__name__
 
@@ -70,11 +72,11 @@ def explain(err):
     if tf_errors is not None:
         if isinstance(err, tf_errors.DataLossError):
             return (
-                f"A file is damaged or truncated ({_first_line(err)}): restore it from a good "
+                f"A file is damaged or truncated ({first_line(err)}): restore it from a good "
                 "copy or write it again."
             )
         if isinstance(err, tf_errors.ResourceExhaustedError):
-            return out_of_memory_sentence(_first_line(err))
+            return out_of_memory_sentence(first_line(err))
     if isinstance(err, (ValueError, FileExistsError)):
         # The project raises ValueError for bad values with its own sentence (UserError is one).
         return str(err)
@@ -108,7 +110,7 @@ def _guarded(main):
             if message is None:
                 traceback.print_exc()
                 message = (
-                    f"internal error ({type(err).__name__}: {_first_line(err)}); this is a bug "
+                    f"internal error ({type(err).__name__}: {first_line(err)}); this is a bug "
                     "in the project: please report it with the command line above."
                 )
             else:

@@ -15,7 +15,7 @@ import re
 import tensorflow as tf
 from absl import logging
 
-from fileio.errors import UserError
+from fileio.errors import UserError, first_line
 
 _NUMBERED = re.compile(r"-(\d+)$")
 _OWN_FILE = re.compile(r"\.(index|data-\d+-of-\d+)$")
@@ -123,11 +123,6 @@ def _data_files(prefix):
     return ", ".join(found) if found else f"{prefix}.data-00000-of-00001"
 
 
-def _first_line(err):
-    lines = str(err).strip().splitlines()
-    return lines[0] if lines else type(err).__name__
-
-
 def _is_missing(err):
     # The reader raises a bare OpError, not NotFoundError, for an absent data file.
     return isinstance(err, tf.errors.NotFoundError) or "No such file or directory" in str(err)
@@ -141,7 +136,7 @@ def _damaged(prefix, name, err):
         named = re.search(re.escape(prefix) + r"\.data-\d+-of-\d+", str(err))
         what = f"{named.group(0) if named else _data_files(prefix)} is missing"
     else:
-        what = f"{_data_files(prefix)} is damaged ({_first_line(err)}; tensor {name})"
+        what = f"{_data_files(prefix)} is damaged ({first_line(err)}; tensor {name})"
     return DamagedCheckpointError(
         f"{what}: checkpoint {prefix} cannot be read; restore its files from a good copy or "
         "write the checkpoint again."
@@ -196,7 +191,7 @@ def open_checkpoint(prefix):
         if _is_missing(err) and not _has_index(prefix):
             what = f"{prefix}.index is missing"
         else:
-            what = f"{prefix}.index is damaged or truncated ({_first_line(err)})"
+            what = f"{prefix}.index is damaged or truncated ({first_line(err)})"
         raise DamagedCheckpointError(
             f"{what}: checkpoint {prefix} cannot be read; restore its files from a good copy or "
             "write the checkpoint again."

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from data.tokenization.full_tokenizer import FullTokenizer
-from fileio.errors import UserError
+from fileio.errors import UserError, first_line
 from serving.lite_files import SERVING_CONFIG, TFLITE_MODEL
 from serving.lite_tasks import TASKS
 
@@ -110,7 +110,7 @@ class LitePredictor:
             self._runner = interpreter.get_signature_runner("serving_default")
         except (ValueError, RuntimeError) as err:
             raise UserError(
-                f"{path} is not a TFLite model this runtime can load ({str(err).strip()[:200]}):"
+                f"{path} is not a TFLite model this runtime can load ({first_line(err)}):"
                 " export the model again with export_model.py --format=tflite."
             ) from None
 

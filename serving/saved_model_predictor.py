@@ -16,7 +16,7 @@ from absl import logging
 from google.protobuf.message import DecodeError
 from tensorflow.core.protobuf import saved_model_pb2
 
-from fileio.errors import UserError
+from fileio.errors import UserError, first_line
 
 _SAVED_MODEL = "saved_model.pb"
 _SIGNATURE = "serving_default"
@@ -33,11 +33,6 @@ _FIX = "pass the --export_dir that export_model.py --task=classifier, ner or squ
 _DAMAGED_FIX = "export the model again with export_model.py, or restore the folder from a good copy"
 
 
-def _first_line(err):
-    lines = str(err).strip().splitlines()
-    return lines[0] if lines else type(err).__name__
-
-
 def _read_meta_graph(export_dir):
     """The export's MetaGraphDef, or the UserError saying why `export_dir` holds none."""
     path = os.path.join(export_dir, _SAVED_MODEL)
@@ -50,7 +45,7 @@ def _read_meta_graph(export_dir):
         with tf.io.gfile.GFile(path, "rb") as f:
             saved_model.ParseFromString(f.read())
     except (DecodeError, tf.errors.OpError, OSError) as err:
-        raise UserError(f"{path} is damaged ({_first_line(err)}): {_DAMAGED_FIX}.") from None
+        raise UserError(f"{path} is damaged ({first_line(err)}): {_DAMAGED_FIX}.") from None
     if len(saved_model.meta_graphs) != 1:
         raise UserError(f"{path} is damaged (it holds no model): {_DAMAGED_FIX}.")
     return saved_model.meta_graphs[0]
@@ -169,7 +164,7 @@ class SavedModelPredictor:
         except Exception as err:  # noqa: BLE001 - a damaged file fails in many ways
             raise UserError(
                 f"{self.export_dir} cannot be loaded ({type(err).__name__}: "
-                f"{_first_line(err)}); its variables/ or assets/ are damaged or missing: "
+                f"{first_line(err)}); its variables/ or assets/ are damaged or missing: "
                 f"{_DAMAGED_FIX}."
             ) from None
         logging.info(

@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from fileio.atomic import atomic_directory, require_free_space, write_atomically
-from fileio.errors import UserError
+from fileio.errors import UserError, first_line
 from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
@@ -140,7 +140,7 @@ def read_tfhub(export_dir, bert_config_file=None):
         # saved_model.pb unparsable (OSError), variables cut short (IndexError), an index
         # or data file damaged (OpError: DataLoss, "too short to be an sstable", ...).
         raise UserError(
-            f"{export_dir} is a damaged or truncated SavedModel ({_first_line(err)}): export or "
+            f"{export_dir} is a damaged or truncated SavedModel ({first_line(err)}): export or "
             "download it again."
         ) from None
     if not hasattr(loaded, "variables") or not callable(loaded):
@@ -178,11 +178,6 @@ def read_tfhub(export_dir, bert_config_file=None):
     return BertConfig.from_json_file(bert_config_file), arrays, vocab
 
 
-def _first_line(err):
-    lines = str(err).strip().splitlines()
-    return lines[0] if lines else type(err).__name__
-
-
 def _load_keras_weights(model, path):
     """`model.load_weights(path)`, a damaged or truncated file named as such."""
     try:
@@ -190,7 +185,7 @@ def _load_keras_weights(model, path):
     except (OSError, KeyError, RuntimeError) as err:
         # h5py: "Unable to synchronously open file (truncated file: ...)", unreadable datasets.
         raise UserError(
-            f"{path} is damaged or truncated ({_first_line(err)}): convert the checkpoint to "
+            f"{path} is damaged or truncated ({first_line(err)}): convert the checkpoint to "
             "the keras format again."
         ) from None
 
