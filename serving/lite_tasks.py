@@ -9,6 +9,7 @@ the network's outputs per window back into answers. Tasks keep nothing between c
 serves concurrent requests.
 """
 
+import collections
 import re
 
 import numpy as np
@@ -156,11 +157,18 @@ class SquadTask:
         self.config, self.tokenizer = config, tokenizer
 
     def windows(self, instances):
-        contexts = [_text(x, "context") for x in instances]
-        examples = [
-            SquadExample(str(i), _text(x, "question"), split_context(c)[0])
-            for i, (x, c) in enumerate(zip(instances, contexts, strict=True))
-        ]
+        contexts, examples = [], []
+        for i, x in enumerate(instances):
+            context = _text(x, "context")
+            words, char_to_word = split_context(context)
+            # Each word's first character: where the character-to-word map moves on.
+            starts = [
+                c
+                for c, w in enumerate(char_to_word)
+                if w >= 0 and (c == 0 or char_to_word[c - 1] != w)
+            ]
+            contexts.append(starts)
+            examples.append(SquadExample(str(i), _text(x, "question"), words))
         features = convert_examples_to_features(
             examples,
             self.tokenizer,
@@ -174,12 +182,14 @@ class SquadTask:
         return trimmed, (contexts, examples, features)
 
     def answers(self, instances, state, outputs):
-        contexts, examples, all_features = state
-        owners = [f.example_index for f in all_features]
+        word_starts, examples, all_features = state
+        windows_of = collections.defaultdict(list)
+        for i, feature in enumerate(all_features):
+            windows_of[feature.example_index].append(i)
         answers = []
         with_negative = self.config["version_2_with_negative"]
         for index, example in enumerate(examples):
-            mine = [i for i, owner in enumerate(owners) if owner == index]
+            mine = windows_of[index]
             features = [all_features[i] for i in mine]
             results = {
                 f.unique_id: RawResult(
@@ -202,17 +212,18 @@ class SquadTask:
                 if diff > self.config["null_score_diff_threshold"]:
                     text = ""
                 answer.update(answer=text, no_answer_probability=float(1.0 / (1.0 + np.exp(-diff))))
-            begin, end = _characters(contexts[index], example.doc_tokens, words, text)
+            begin, end = _characters(word_starts[index], example.doc_tokens, words, text)
             answer.update(start_char=begin, end_char=end)
             answers.append(answer)
         return answers
 
 
-def _characters(context, doc_tokens, words, answer):
-    """(first character, one past the last) of `answer` in `context`, (-1, -1) without one.
+def _characters(word_starts, doc_tokens, words, answer):
+    """(first character, one past the last) of `answer` in the context, (-1, -1) without one.
 
     The answer is text of the span's words joined by single spaces (get_final_text's
-    `orig_text`), so its offset there maps through each word's offset in the context."""
+    `orig_text`), so its offset there maps through each word's first character in the context
+    (`word_starts`)."""
     if not answer or words is None:
         return -1, -1
     first, last = words
@@ -220,17 +231,11 @@ def _characters(context, doc_tokens, words, answer):
     at = " ".join(span).find(answer)
     if at < 0:
         return -1, -1
-    starts, cursor = [], 0
-    for index, word in enumerate(doc_tokens[: last + 1]):
-        cursor = context.index(word, cursor)
-        if index >= first:
-            starts.append(cursor)
-        cursor += len(word)
     joined_starts = np.cumsum([0] + [len(w) + 1 for w in span[:-1]])
 
     def to_context(offset):
         k = int(np.searchsorted(joined_starts, offset, side="right")) - 1
-        return starts[k] + offset - int(joined_starts[k])
+        return word_starts[first + k] + offset - int(joined_starts[k])
 
     return to_context(at), to_context(at + len(answer) - 1) + 1
 
