@@ -18,6 +18,7 @@ import json
 
 from absl import logging
 
+from fileio.errors import first_line
 from serving.batcher import Batcher
 
 # The instance keys of each task where a predictor does not list its own (`instance_keys`):
@@ -203,9 +204,9 @@ class _App:
             return 400, {"error": str(err)}
         except Exception as err:  # noqa: BLE001 - the server outlives a failing model call
             logging.exception("predict failed")
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
             return 500, {
-                "error": f"The model failed on this request ({type(err).__name__}: {first}); "
+                "error": f"The model failed on this request ({type(err).__name__}: "
+                f"{first_line(err)}); "
                 "the server log has the details: check the instances, or report the failure "
                 "with them if they are valid."
             }
