@@ -87,13 +87,23 @@ def test_resume_after_kill_equals_uninterrupted_run(data, forty_steps, tmp_path,
     )
     rng = np.random.default_rng(20)
     # A seeded point among the first checkpoints (5, 10, 15 or 20 of 40 steps).
-    target = out / f"model.ckpt-{int(rng.integers(1, 5)) * 5}.index"
+    first = int(rng.integers(1, 5)) * 5
     deadline = time.time() + 300
-    while not target.exists() and victim.poll() is None:
-        assert time.time() < deadline
-        time.sleep(0.001 if moment == "mid_save" else 0.05)
+
+    def wait_for(step):
+        target = out / f"model.ckpt-{step}.index"
+        while not target.exists():
+            assert time.time() < deadline and victim.poll() is None, f"no checkpoint {step}"
+            time.sleep(0.001 if moment == "mid_save" else 0.005)
+        return time.time()
+
+    seen = wait_for(first)
     if moment == "mid_step":
-        time.sleep(float(rng.uniform(0.05, 0.3)))  # into the next steps (each ~0.1-0.3 s)
+        # Steps take 10-300 ms depending on the machine's load, so the kill lands at a seeded
+        # fraction of the measured time between two checkpoints: inside the 5 steps after the
+        # second one, never past the end of the run (at most step 30 of 40).
+        interval = wait_for(first + 5) - seen
+        time.sleep(float(rng.uniform(0.2, 0.8)) * interval)
     elif moment == "mid_save":
         # Stop the run the moment a save's temporary files appear; if the save finished in
         # between, let it go on to the next one (a save at every step).
