@@ -2,14 +2,20 @@ r"""Converts BERT weights between Google's TF1 layout and every other BERT forma
 
 In: tf1, keras (this project's), hf, tf2 (Model Garden), tfhub, keras_hub.
 Out: tf1, keras, hf, tfhub, keras_hub. The encoder always; the pretraining heads where both
-formats hold them. Every conversion is strict (one error lists each missing, unexpected or
-mis-shaped tensor) and writes its output directory atomically.
+formats hold them; a fine-tuned classifier, NER or SQuAD head between tf1 and hf (Hugging Face's
+BertForSequenceClassification, BertForTokenClassification, BertForQuestionAnswering), with its
+class names. Every conversion is strict (one error lists each missing, unexpected or mis-shaped
+tensor) and writes its output directory atomically.
 
 Examples:
 
     # Google's checkpoint -> a Hugging Face folder
     python convert_checkpoint.py --input_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \
         --input_format=tf1 --output_dir=bert_base_hf --output_format=hf
+
+    # A run_classifier.py run's fine-tuned model -> BertForSequenceClassification
+    python convert_checkpoint.py --input_checkpoint=mrpc_output \
+        --input_format=tf1 --output_dir=mrpc_hf --output_format=hf
 
     # Model Garden's TF2 checkpoint -> Google's layout
     python convert_checkpoint.py --input_checkpoint=tf2_ckpt/ckpt-1 --input_format=tf2 \
@@ -45,41 +51,37 @@ flags.DEFINE_bool(
     "do_lower_case", True, "Tokenizer setting recorded in tfhub and keras_hub outputs."
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing --output_dir.")
+flags.DEFINE_string(
+    "task_name",
+    None,
+    "A fine-tuned classifier's GLUE/XNLI task (e.g. MRPC), naming its classes in an hf output "
+    "(default: the run's flags.txt beside the checkpoint).",
+)
+flags.DEFINE_string(
+    "label_file",
+    None,
+    "A fine-tuned NER model's labels.txt, naming its classes in an hf output (default: the one "
+    "beside the checkpoint).",
+)
 
 
 def main(_):
     log_at_info(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
-    from jobs.export_run import export_encoder_weights
-    from modeling.formats import conversion
+    from jobs.convert_run import ConvertRun, convert
 
-    # Refused before reading: converting a large model takes a while.
-    conversion.check_output_dir(FLAGS.output_dir, FLAGS.overwrite)
-    config, arrays, vocab = conversion.read_weights(
-        FLAGS.input_checkpoint, FLAGS.input_format, FLAGS.bert_config_file
-    )
-    logging.info(
-        "Read %d tensors (heads: %s) from %s",
-        len(arrays),
-        ", ".join(sorted({n.split("/")[1] for n in arrays if n.startswith("cls/")})) or "none",
-        FLAGS.input_checkpoint,
-    )
-    if FLAGS.output_format == "tfhub":
-        export_encoder_weights(
-            config, arrays, vocab, FLAGS.do_lower_case, FLAGS.output_dir, FLAGS.overwrite
-        )
-        logging.info("Wrote the TF Hub encoder %s", FLAGS.output_dir)
-        return
-    written = conversion.write_weights(
-        FLAGS.output_dir,
-        FLAGS.output_format,
-        config,
-        arrays,
-        vocab,
+    run = ConvertRun(
+        input_checkpoint=FLAGS.input_checkpoint,
+        output_dir=FLAGS.output_dir,
+        input_format=FLAGS.input_format,
+        output_format=FLAGS.output_format,
+        bert_config_file=FLAGS.bert_config_file,
         do_lower_case=FLAGS.do_lower_case,
         overwrite=FLAGS.overwrite,
+        task_name=FLAGS.task_name,
+        label_file=FLAGS.label_file,
     )
-    for path in written:
+    for path in convert(run):
         logging.info("Wrote %s", path)
 
 

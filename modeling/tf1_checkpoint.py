@@ -154,7 +154,9 @@ def _shape_str(shape):
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def check_arrays_match(variable_map, arrays, source, allow_missing=False, ignore_heads=True):
+def check_arrays_match(
+    variable_map, arrays, source, allow_missing=False, ignore_heads=True, problems=()
+):
     """Compares a name map with checkpoint arrays and raises one error listing every problem.
 
     Args:
@@ -164,11 +166,12 @@ def check_arrays_match(variable_map, arrays, source, allow_missing=False, ignore
         allow_missing: accept model variables absent from the checkpoint (they keep their
             initial values, as the original's `init_from_checkpoint` leaves task heads).
         ignore_heads: accept checkpoint heads (`cls/*`, `output_*`) the model does not have.
+        problems: lines the caller found already, listed first in the same error.
 
     Raises:
         ValueError: listing missing names, unexpected names and shape mismatches (both shapes).
     """
-    problems = []
+    problems = list(problems)
     for name, var in variable_map.items():
         if name not in arrays:
             if not allow_missing:

@@ -49,9 +49,14 @@ def read_label_file(path):
     return labels
 
 
+def label_file_text(labels):
+    """The text of a label file: one tag per line."""
+    return "".join(f"{label}\n" for label in labels)
+
+
 def write_label_file(path, labels):
     """Writes one tag per line, atomically."""
-    write_atomically(path, "".join(f"{label}\n" for label in labels))
+    write_atomically(path, label_file_text(labels))
 
 
 def check_tags_in_labels(conll_file, labels):

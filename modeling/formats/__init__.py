@@ -17,7 +17,7 @@ class CheckpointFormat:
         what: a short description (Markdown).
         readable: `--input_format` accepts it.
         writable: `--output_format` accepts it.
-        heads: the pre-training heads it can hold.
+        heads: the pre-training heads it can hold, and whether a fine-tuned task head.
     """
 
     name: str
@@ -33,12 +33,12 @@ FORMATS = (
         "Google's `bert_model.ckpt` + `bert_config.json` (+ `vocab.txt`)",
         True,
         True,
-        "MLM, NSP",
+        "MLM, NSP; a task head",
     ),
     CheckpointFormat(
         "keras", "this project's `bert_config.json` + `*.weights.h5`", True, True, "MLM + NSP"
     ),
-    CheckpointFormat("hf", "Hugging Face folder (1)", True, True, "MLM, NSP"),
+    CheckpointFormat("hf", "Hugging Face folder (1)", True, True, "MLM, NSP; a task head"),
     CheckpointFormat("tf2", "Model Garden object checkpoint (2)", True, False, "MLM"),
     CheckpointFormat(
         "tfhub", "TF Hub BERT encoder SavedModel (3)", True, True, "MLM (`mlm` sub-object)"

@@ -19,13 +19,21 @@ import os
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from fileio.atomic import atomic_directory, require_free_space, write_atomically
 from fileio.errors import UserError, first_line
 from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
-from modeling.formats import INPUT_FORMATS, OUTPUT_FORMATS, hf_export, keras_hub, model_garden
+from modeling.formats import (
+    INPUT_FORMATS,
+    OUTPUT_FORMATS,
+    hf_export,
+    keras_hub,
+    model_garden,
+    task_heads,
+)
 from modeling.formats.hf_import import load_hf_model
 from modeling.heads import PretrainingHeads
 from modeling.layers import weights_from_checkpoint
@@ -48,9 +56,13 @@ def validate(config, arrays, source):
     The encoder must be complete; each pretraining head (masked LM, next sentence) must be
     complete or absent; nothing else may be there.
 
+    A fine-tuned model's task head (`modeling.formats.task_heads`) may be there too.
+
     Raises:
         ValueError: one error listing every missing, unexpected or mis-shaped tensor.
     """
+    _, problems = task_heads.problems(arrays, config.hidden_size)
+    arrays = {n: v for n, v in arrays.items() if not task_heads.is_task_head_name(n)}
     names = tf1_checkpoint.build_variable_map(
         bert_model=BertModel(config), pretraining_heads=PretrainingHeads(config)
     )
@@ -58,7 +70,7 @@ def validate(config, arrays, source):
     wanted = {
         n: v for n, v in names.items() if not n.startswith("cls/") or n.startswith(tuple(present))
     }
-    tf1_checkpoint.check_arrays_match(wanted, arrays, source, ignore_heads=False)
+    tf1_checkpoint.check_arrays_match(wanted, arrays, source, ignore_heads=False, problems=problems)
 
 
 def build_keras_model(config, arrays):
@@ -253,14 +265,23 @@ def _copy_vocab(vocab, output_dir):
     return target
 
 
-def _write_hf(directory, config, arrays):
+def _write_hf(directory, config, arrays, labels):
+    kept = hf_export.hf_arrays(arrays)
+    left_out = sorted(set(arrays) - set(kept))
+    if left_out:
+        logging.warning(
+            "Left out of the Hugging Face folder (%s holds no such tensors): %s",
+            hf_export.hf_config(config, kept)["architectures"][0],
+            ", ".join(left_out),
+        )
+    arrays = kept
     weights = os.path.join(directory, "model.safetensors")
     write_atomically(
         weights,
         hf_export.safetensors_bytes(hf_export.original_to_hf(arrays), metadata={"format": "pt"}),
     )
     settings = os.path.join(directory, "config.json")
-    text = json.dumps(hf_export.hf_config(config, arrays), indent=2, sort_keys=True) + "\n"
+    text = json.dumps(hf_export.hf_config(config, arrays, labels), indent=2, sort_keys=True) + "\n"
     write_atomically(settings, text.encode("utf-8"))
     return [settings, weights]
 
@@ -285,7 +306,15 @@ def check_output_dir(output_dir, overwrite):
 
 
 def write_weights(
-    output_dir, output_format, config, arrays, vocab=None, do_lower_case=True, overwrite=False
+    output_dir,
+    output_format,
+    config,
+    arrays,
+    vocab=None,
+    do_lower_case=True,
+    overwrite=False,
+    labels=None,
+    extra_files=None,
 ):
     """Writes `arrays` in `output_format` (`tf1`, `keras`, `hf` or `keras_hub`) as `output_dir`.
 
@@ -301,6 +330,8 @@ def write_weights(
         vocab: vocab.txt to copy beside the weights, or None.
         do_lower_case: the tokenizer setting keras-hub presets record.
         overwrite: replace an existing `output_dir`.
+        labels: a task head's label per class id, for hf's `id2label` (None: `LABEL_i`).
+        extra_files: dict file name -> text, written into `output_dir` with the weights.
 
     Returns:
         The list of files written (under their final names).
@@ -312,6 +343,8 @@ def write_weights(
     parent = os.path.dirname(output_dir.rstrip("/"))
     if parent:
         tf.io.gfile.makedirs(parent)
+    if output_format not in ("tf1", "hf"):
+        arrays = task_heads.without(arrays, output_format)
     with atomic_directory(output_dir, overwrite=overwrite) as temp:
         tf.io.gfile.makedirs(temp)
         if output_format == "tf1":
@@ -336,7 +369,7 @@ def write_weights(
             require_free_space(temp, size + 4096 * len(model.weights), output_dir)
             model.save_weights(written[0])
         elif output_format == "hf":
-            written = _write_hf(temp, config, arrays)
+            written = _write_hf(temp, config, arrays, labels)
         elif output_format == "keras_hub":
             keras_hub.write_keras_hub(temp, config, arrays, vocab, do_lower_case)
             written = [os.path.join(temp, n) for n in sorted(tf.io.gfile.listdir(temp))]
@@ -349,4 +382,7 @@ def write_weights(
             written.append(os.path.join(temp, "bert_config.json"))
         if vocab and output_format != "keras_hub":
             written.append(_copy_vocab(vocab, temp))
+        for name, text in (extra_files or {}).items():
+            written.append(os.path.join(temp, name))
+            write_atomically(written[-1], text.encode("utf-8"))
     return [os.path.join(output_dir, os.path.relpath(p, temp)) for p in written]

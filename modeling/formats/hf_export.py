@@ -1,8 +1,8 @@
 """The original layout -> a Hugging Face BERT folder (`config.json` + `model.safetensors`).
 
 The inverse of `modeling.formats.hf_import`: `transformers` loads the folder as `BertModel` (encoder
-only) or `BertForPreTraining` (both pretraining heads), and keras-hub's Transformers loader reads
-it too. The safetensors file is written here with numpy (8-byte header length, JSON header, raw
+only), `BertForPreTraining` (both pretraining heads) or the class of a fine-tuned task head
+(`BertForSequenceClassification`, ...), and keras-hub's Transformers loader reads it too. The safetensors file is written here with numpy (8-byte header length, JSON header, raw
 little-endian data), so exporting needs no extra package.
 """
 
@@ -10,6 +10,8 @@ import json
 import struct
 
 import numpy as np
+
+from modeling.formats import task_heads
 
 # This project's activation names -> HF's (HF "gelu" is the exact erf form, "gelu_new" the
 # original's tanh approximation).
@@ -56,8 +58,8 @@ def hf_name(name, prefixed):
         body, head = name, ""
     else:
         raise ValueError(
-            f"{name} has no Hugging Face BertModel/BertForPreTraining equivalent (task heads "
-            "such as output_weights or cls/squad/* are not part of these models)."
+            f"{name} has no Hugging Face BERT equivalent: the encoder, the pretraining heads "
+            "and one task head (modeling.formats.task_heads) convert."
         )
     parts = body.split("/")
     transpose = parts[-1] == "kernel"
@@ -70,18 +72,37 @@ def hf_name(name, prefixed):
     return head + dotted, transpose
 
 
+def hf_arrays(arrays):
+    """The arrays an HF class can hold: with a task head, the encoder (without the pooler for
+    the token and span classes, which have none) and that head; else all of them."""
+    head = task_heads.head_in(arrays)
+    if head is None:
+        return arrays
+    dropped = ("cls/predictions/", "cls/seq_relationship/")
+    if not head.has_pooler:
+        dropped += task_heads.POOLER_NAMES
+    return {n: v for n, v in arrays.items() if not n.startswith(dropped)}
+
+
 def original_to_hf(arrays):
     """Renames (and transposes) original arrays into HF BERT tensor names.
 
     Encoder-only weights get `BertModel` names; with the pretraining heads, `BertForPreTraining`
-    names (`bert.` prefix).
+    names (`bert.` prefix); with a task head, the names of its class (`bert.` prefix, see
+    `modeling.formats.task_heads`).
+
+    Args:
+        arrays: dict original name -> array, as `hf_arrays` leaves them.
 
     Returns:
         dict HF name -> float32 np.ndarray (C-contiguous).
     """
-    prefixed = _has_heads(arrays)
-    out = {}
+    head = task_heads.head_in(arrays)
+    out = task_heads.to_hf(head, arrays) if head is not None else {}
+    prefixed = head is not None or _has_heads(arrays)
     for name, value in arrays.items():
+        if head is not None and name in head.names:
+            continue
         target, transpose = hf_name(name, prefixed)
         array = np.asarray(value, dtype=np.float32)
         out[target] = np.ascontiguousarray(array.T if transpose else array)
@@ -115,8 +136,14 @@ def safetensors_bytes(tensors, metadata=None):
     return struct.pack("<Q", len(text)) + text + b"".join(blobs)
 
 
-def hf_config(config, arrays):
-    """The HF `config.json` dict of a `BertConfig` (`architectures` from the tensors present)."""
+def hf_config(config, arrays, labels=None):
+    """The HF `config.json` dict of a `BertConfig` (`architectures` from the tensors present).
+
+    Args:
+        config: `BertConfig`.
+        arrays: dict original name -> array, as `hf_arrays` leaves them.
+        labels: a task head's label per class id (`id2label`), or None for HF's `LABEL_i`.
+    """
     if config.hidden_act not in _ACTIVATIONS:
         raise ValueError(
             f"hidden_act {config.hidden_act!r} has no Hugging Face equivalent; known: "
@@ -130,7 +157,13 @@ def hf_config(config, arrays):
         (True, False): "BertForMaskedLM",
         (False, True): "BertForNextSentencePrediction",
     }[(mlm, nsp)]
+    head = task_heads.head_in(arrays)
+    fields = {}
+    if head is not None:
+        architecture = head.hf_architecture
+        fields = task_heads.hf_label_fields(head, task_heads.num_labels(head, arrays), labels)
     return {
+        **fields,
         "architectures": [architecture],
         "model_type": "bert",
         "vocab_size": config.vocab_size,

@@ -13,9 +13,11 @@ import struct
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from fileio.errors import UserError
 from modeling.config import BertConfig
+from modeling.formats import task_heads
 
 _SAFETENSORS_DTYPES = {
     "F64": np.float64,
@@ -254,8 +256,30 @@ def hf_to_original_names(tensors):
     return out
 
 
+def read_hf_config(model_dir):
+    """The dict of `model_dir/config.json`.
+
+    Raises:
+        UserError: for a file that is not JSON or holds no `vocab_size`.
+    """
+    config_path = os.path.join(model_dir, "config.json")
+    with tf.io.gfile.GFile(config_path, "rb") as f:
+        raw = f.read()
+    fix = "download the model's config.json again"
+    try:
+        hf_config = json.loads(raw)
+    except ValueError as err:
+        raise UserError(f"{config_path} is not valid JSON ({err}); if damaged, {fix}.") from None
+    if not isinstance(hf_config, dict) or "vocab_size" not in hf_config:
+        raise UserError(f'{config_path} holds no "vocab_size" (damaged or truncated?): {fix}.')
+    return hf_config
+
+
 def load_hf_model(model_dir):
     """Reads an HF BERT folder: `config.json` + `model.safetensors` (+ `vocab.txt`).
+
+    A fine-tuned model's task head comes with it under its original names (see
+    `modeling.formats.task_heads`); its labels stay in `config.json` (`read_hf_config`, `task_heads.hf_labels`).
 
     Args:
         model_dir: the folder.
@@ -274,16 +298,26 @@ def load_hf_model(model_dir):
                 f"{p} not found: an HF BERT folder needs config.json and model.safetensors "
                 "(pytorch_model.bin is not supported; re-save with safe_serialization=True)."
             )
-    with tf.io.gfile.GFile(config_path, "rb") as f:
-        raw = f.read()
-    fix = "download the model's config.json again"
-    try:
-        hf_config = json.loads(raw)
-    except ValueError as err:
-        raise UserError(f"{config_path} is not valid JSON ({err}); if damaged, {fix}.") from None
-    if not isinstance(hf_config, dict) or "vocab_size" not in hf_config:
-        raise UserError(f'{config_path} holds no "vocab_size" (damaged or truncated?): {fix}.')
+    hf_config = read_hf_config(model_dir)
     config = config_from_hf(hf_config)
-    arrays = hf_to_original_names(read_safetensors(weights_path))
+    tensors = read_safetensors(weights_path)
+    head = task_heads.hf_head_of(hf_config, tensors)
+    arrays = {}
+    if head is not None:
+        arrays = task_heads.from_hf(head, tensors)
+        tensors = {n: v for n, v in tensors.items() if n not in head.hf_names}
+    arrays.update(hf_to_original_names(tensors))
+    if head is not None and not head.has_pooler and task_heads.POOLER_NAMES[0] not in arrays:
+        # HF's token and span classes have no pooler; this project's BertModel always has one.
+        # The task never reads the pooled output, so zeros change no answer.
+        width = config.hidden_size
+        kernel, bias = task_heads.POOLER_NAMES
+        arrays[kernel] = np.zeros((width, width), np.float32)
+        arrays[bias] = np.zeros((width,), np.float32)
+        logging.info(
+            "%s has no pooler (%s does not use one): written as zeros.",
+            model_dir,
+            head.hf_architecture,
+        )
     vocab = os.path.join(model_dir, "vocab.txt")
     return config, arrays, (vocab if tf.io.gfile.exists(vocab) else None)
