@@ -55,6 +55,17 @@ def _task_labels(task_name):
     return None if getattr(processor, "is_regression", False) else processor.get_labels()
 
 
+def _fitting(labels, count, source, head):
+    """`labels` if the head has one output per label (or they are None: a regression task)."""
+    if labels is not None and len(labels) != count:
+        raise ValueError(
+            f"{source} names {len(labels)} classes {list(labels)}, but the checkpoint's "
+            f"{head.name} head has {count} outputs: name the task or labels the model was "
+            "fine-tuned with."
+        )
+    return labels
+
+
 def labels_of_run(run, head, count):
     """The class names of `head` (`count` outputs) for the HF `id2label`, or None (HF's
     `LABEL_i`, logged)."""
@@ -64,12 +75,12 @@ def labels_of_run(run, head, count):
     if head is task_heads.NER:
         path = run.label_file or (folder and os.path.join(folder, LABELS_FILE))
         if path and reading.is_file(path):
-            return read_label_file(path)
+            return _fitting(read_label_file(path), count, path, head)
         missing = "no --label_file" if not path else f"no {path}"
     elif head is task_heads.CLASSIFIER:
         task_name = run.task_name or (folder and recorded_flags(folder).get("task_name"))
         if task_name:
-            return _task_labels(task_name)
+            return _fitting(_task_labels(task_name), count, f"--task_name={task_name}", head)
         missing = "no --task_name, and no flags.txt recording one beside the checkpoint"
     else:
         return None

@@ -171,6 +171,13 @@ def test_encoder_formats_leave_the_head_out_with_a_warning(fine_tuned, tmp_path,
     )
     assert any(path.endswith("bert_model.weights.h5") for path in written)
     assert "The ner head (cls/ner/output_weights, cls/ner/output_bias) is left out" in caplog.text
+    wrong = tmp_path / "labels.txt"
+    wrong.write_text("O\nB-PER\nI-PER\n")
+    run = ConvertRun(str(fine_tuned["run"]), str(tmp_path / "h"), output_format="hf")
+    run.label_file = str(wrong)
+    with pytest.raises(ValueError, match="names 3 classes .* the checkpoint's ner head has 5"):
+        convert(run)
+    assert not (tmp_path / "h").exists()
 
 
 def test_heads_that_cannot_be_told_apart_or_do_not_fit_are_listed():
