@@ -2,8 +2,9 @@
 
 The inverse of `modeling.formats.hf_import`: `transformers` loads the folder as `BertModel` (encoder
 only), `BertForPreTraining` (both pretraining heads) or the class of a fine-tuned task head
-(`BertForSequenceClassification`, ...), and keras-hub's Transformers loader reads it too. The safetensors file is written here with numpy (8-byte header length, JSON header, raw
-little-endian data), so exporting needs no extra package.
+(`BertForSequenceClassification`, ...), and keras-hub's Transformers loader reads it too. The
+safetensors file is written here with numpy (8-byte header length, JSON header, raw little-endian
+data), so exporting needs no extra package.
 """
 
 import json

@@ -279,7 +279,8 @@ def load_hf_model(model_dir):
     """Reads an HF BERT folder: `config.json` + `model.safetensors` (+ `vocab.txt`).
 
     A fine-tuned model's task head comes with it under its original names (see
-    `modeling.formats.task_heads`); its labels stay in `config.json` (`read_hf_config`, `task_heads.hf_labels`).
+    `modeling.formats.task_heads`); its labels stay in `config.json` (`read_hf_config`,
+    `task_heads.hf_labels`).
 
     Args:
         model_dir: the folder.
