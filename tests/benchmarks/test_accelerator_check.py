@@ -5,7 +5,7 @@ import json
 import time
 
 from benchmarks import accelerator_check
-from tests.helpers.scripts import run_in_repo
+from tests.helpers.scripts import PEER_ENV, run_in_repo
 
 CHECKS = {
     "mirrored_vs_one_device",
@@ -18,7 +18,9 @@ CHECKS = {
 def test_dry_run_measures_every_row_and_passes_the_checks(tmp_path):
     out = tmp_path / "check.json"
     done = run_in_repo(
-        ["bash", "benchmarks/accelerator_check.sh", "--dry_run", "--out", str(out)], timeout=900
+        ["bash", "benchmarks/accelerator_check.sh", "--dry_run", "--out", str(out)],
+        timeout=900,
+        env=PEER_ENV,  # Model Garden, the peer, needs SciPy
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads(out.read_text())

@@ -6,10 +6,18 @@ import subprocess
 from tests.helpers.paths import REPO
 
 # Quiet TensorFlow start-up logs; CPU only, so a test means the same on every machine.
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+# PEER_ENV is the test environment as installed, for benchmarks whose peers (Model Garden) need
+# its libraries; ENV starts the project's scripts with the libraries of a user's install
+# (user_install/sitecustomize.py).
+PEER_ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+_USER_INSTALL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_install")
+ENV = {
+    **PEER_ENV,
+    "PYTHONPATH": os.pathsep.join(p for p in (_USER_INSTALL, os.environ.get("PYTHONPATH")) if p),
+}
 
 
-def run_in_repo(cmd, timeout=600):
-    """Runs `cmd` (an argv list) from the repository root; returns the `CompletedProcess`
-    with text stdout and stderr."""
-    return subprocess.run(cmd, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=timeout)
+def run_in_repo(cmd, timeout=600, env=ENV):
+    """Runs `cmd` (an argv list) from the repository root, in `env`; returns the
+    `CompletedProcess` with text stdout and stderr."""
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)

@@ -21,7 +21,7 @@ from tests.helpers.glue_tasks import write_mrpc
 from tests.helpers.scripts import ENV, REPO, run_in_repo
 from tests.helpers.tiny_config import write_tiny_config
 
-GRID = ["--grid=learning_rate=1e-3,3e-3", "--grid=warmup_proportion=0,0.5"]
+GRID = ["--grid=learning_rate=1e-3,3e-3", "--grid=warmup_proportion=0.5"]
 
 
 @pytest.fixture(scope="module")
@@ -86,18 +86,18 @@ def _kill_when(proc, ready, timeout=600):
 def test_grid_times_restarts_survives_a_kill_and_shares_the_work(data, tmp_path):
     sweep_dir = tmp_path / "sweep"
     cmd = _sweep(sweep_dir, data, *GRID, "--restarts=2")
-    # Killed, with everything it started (as when a machine goes away), while the fourth trial
+    # Killed, with everything it started (as when a machine goes away), while the second trial
     # trains and has saved a checkpoint.
     first = subprocess.Popen(
         cmd, cwd=REPO, env=ENV, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
 
-    def fourth_trial_training():
+    def second_trial_training():
         done = [d for d in _trial_dirs(sweep_dir) if (d / "eval_results.txt").exists()]
         running = [d for d in _trial_dirs(sweep_dir) if d not in done]
-        return len(done) == 3 and any(list(d.glob("model.ckpt-*.index")) for d in running)
+        return len(done) == 1 and any(list(d.glob("model.ckpt-*.index")) for d in running)
 
-    _kill_when(first, fourth_trial_training)
+    _kill_when(first, second_trial_training)
     finished = [d for d in _trial_dirs(sweep_dir) if (d / "eval_results.txt").exists()]
     (interrupted,) = [d for d in _trial_dirs(sweep_dir) if d not in finished]
     times = {d: _file_times(d) for d in finished}
@@ -110,12 +110,12 @@ def test_grid_times_restarts_survives_a_kill_and_shares_the_work(data, tmp_path)
     logs = [p.communicate(timeout=900)[1] for p in procs]
     for proc, log in zip(procs, logs, strict=True):
         assert proc.returncode == 0, log[-3000:]
-    ran = [set(re.findall(r"trial \d+/8 (\S+) (?:complete|failed)", log)) for log in logs]
+    ran = [set(re.findall(r"trial \d+/4 (\S+) (?:complete|failed)", log)) for log in logs]
     assert ran[0] and ran[1] and not ran[0] & ran[1], ran
-    assert len(ran[0] | ran[1]) == 5
+    assert len(ran[0] | ran[1]) == 3
 
     trials = _trial_dirs(sweep_dir)
-    assert len(trials) == 8
+    assert len(trials) == 4
     for d in finished:
         assert _file_times(d) == times[d], f"{d} was run again"
     for d in trials:
@@ -130,7 +130,7 @@ def test_grid_times_restarts_survives_a_kill_and_shares_the_work(data, tmp_path)
 
     report = json.loads((sweep_dir / "sweep_results.json").read_text())
     assert report["metric"] == "eval_f1"
-    assert [t["status"] for t in report["trials"]] == ["complete"] * 8
+    assert [t["status"] for t in report["trials"]] == ["complete"] * 4
     scores = {
         t["output_dir"]: read_eval_results(t["output_dir"])["eval_f1"] for t in report["trials"]
     }
@@ -147,7 +147,7 @@ def test_grid_times_restarts_survives_a_kill_and_shares_the_work(data, tmp_path)
 
     rows = (sweep_dir / "summary.tsv").read_text().splitlines()
     header = rows[0].split("\t")
-    assert len(rows) == 5
+    assert len(rows) == 3
     for row in rows[1:]:
         row = dict(zip(header, row.split("\t"), strict=True))
         lr, warmup = re.fullmatch(
@@ -175,7 +175,7 @@ def test_grid_times_restarts_survives_a_kill_and_shares_the_work(data, tmp_path)
         _sweep(sweep_dir, data, GRID[0] + ",0", GRID[1], "--restarts=2"), timeout=900
     )
     assert wider.returncode == 0, wider.stderr[-3000:]
-    assert len(_trial_dirs(sweep_dir)) == 12
+    assert len(_trial_dirs(sweep_dir)) == 6
     for d in finished:
         assert _file_times(d) == times[d]
 
