@@ -10,7 +10,7 @@ from tests.helpers.paths import REPO
 # its libraries; ENV starts the project's scripts with the libraries of a user's install
 # (user_install/sitecustomize.py).
 PEER_ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
-_USER_INSTALL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_install")
+_USER_INSTALL = os.path.join(REPO, "tests", "helpers", "user_install")
 ENV = {
     **PEER_ENV,
     "PYTHONPATH": os.pathsep.join(p for p in (_USER_INSTALL, os.environ.get("PYTHONPATH")) if p),

@@ -3,7 +3,7 @@ PYTHONPATH): the script sees the libraries of a user's install, not the test env
 
 Keras imports scikit-learn, SciPy, pandas and IPython at start-up whenever they are installed
 (its scikit-learn wrappers, array slicing and file editor), and the test dependencies install
-them: about 2.5 s of every runner's start that no user pays (measured: `import keras,
+them: about 2.3 s of every runner's start that no user pays (measured: `import keras,
 tensorflow` 6.9 s of CPU with them, 4.6 s without). None is in requirements.txt, so no script
 may need one; a script that did would fail here as it would for a user.
 """
