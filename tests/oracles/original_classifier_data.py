@@ -3,11 +3,13 @@
 Usage::
 
     python -m tests.oracles.original_classifier_data --tasks cola=DIR,mrpc=DIR2 \
-        --vocab_file V --max_seq_lengths 12,64 --out_dir D [--record_task mrpc]
+        --vocab_file V --max_seq_lengths 12,64 --out_dir D [--record_task mrpc] \
+        [--processor_files mine=path/to/file.py:MyProcessor,...]
 
 For each task, runs the original processor (``ColaProcessor``, ``MnliProcessor``,
-``MrpcProcessor``, ``XnliProcessor``) on its data directory, every available set through the
-original ``convert_single_example`` at each max_seq_length, and writes ``result.json``::
+``MrpcProcessor``, ``XnliProcessor``, or a user's processor file named by
+``--processor_files``) on its data directory, every available set through the original
+``convert_single_example`` at each max_seq_length, and writes ``result.json``::
 
     {task: {set: {"examples": [[guid, text_a, text_b, label], ...],
                   "features": {length: [[input_ids, input_mask, segment_ids, label_id,
@@ -20,9 +22,11 @@ With ``--record_task``, the training set of that task is also written by the ori
 """
 
 import argparse
+import importlib.util
 import json
 import logging
 import os
+import sys
 
 _SETS = {
     "cola": ("train", "dev", "test"),
@@ -42,6 +46,23 @@ def _row(feature):
     ]
 
 
+def _user_processor(name, spec, run_classifier, tokenization):
+    """The class `spec` (`path.py:ClassName`) names, loaded as the original's users ran it.
+
+    Their file sat beside the original's scripts and imported `run_classifier` and
+    `tokenization` by those names: here they are the modules of the installed `bert` package
+    (the same objects, so the original's flags are not defined twice).
+    """
+    path, class_name = spec.rsplit(":", 1)
+    sys.modules["run_classifier"] = run_classifier
+    sys.modules["tokenization"] = tokenization
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    module_spec = importlib.util.spec_from_file_location(f"user_processor_{name}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return getattr(module, class_name)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", required=True, help="comma-separated task=data_dir")
@@ -50,6 +71,9 @@ def main(argv=None):
     parser.add_argument("--do_lower_case", type=int, default=1)
     parser.add_argument("--out_dir", required=True)
     parser.add_argument("--record_task", default="")
+    parser.add_argument(
+        "--processor_files", default="", help="comma-separated task=path/to/file.py:ClassName"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
@@ -67,6 +91,11 @@ def main(argv=None):
         "mrpc": run_classifier.MrpcProcessor,
         "xnli": run_classifier.XnliProcessor,
     }
+    sets = dict(_SETS)
+    for item in filter(None, args.processor_files.split(",")):
+        task, spec = item.split("=", 1)
+        processors[task] = _user_processor(task, spec, run_classifier, tokenization)
+        sets[task] = ("train", "dev", "test")
     tokenizer = tokenization.FullTokenizer(args.vocab_file, bool(args.do_lower_case))
     lengths = [int(x) for x in args.max_seq_lengths.split(",")]
     # As the original's main(); the examples are logged at INFO.
@@ -79,7 +108,7 @@ def main(argv=None):
         processor = processors[task]()
         labels = processor.get_labels()
         result[task] = {}
-        for set_name in _SETS[task]:
+        for set_name in sets[task]:
             examples = getattr(processor, f"get_{set_name}_examples")(data_dir)
             entry = {
                 "examples": [[e.guid, e.text_a, e.text_b, e.label] for e in examples],
