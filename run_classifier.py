@@ -11,14 +11,22 @@ The original's command lines work unchanged, e.g.:
 
 With --do_predict it writes test_results.tsv (the original's format) and the GLUE leaderboard
 file(s) of the task (e.g. MRPC.tsv); build_glue_submission.py zips a full set.
+
+Your own data, no code (docs/own_data.md): CSV, TSV or JSON Lines files with their columns
+named by flag, single-label, multi-label or regression, e.g.
+
+    python run_classifier.py --train_file=train.csv --dev_file=dev.csv --test_file=test.csv \
+        --text_a_column=review --label_column=sentiment --do_train --do_eval --do_predict ...
+
+or a DataProcessor written for the original, unchanged: --processor=my_processors.py:MyProcessor.
 """
 
 from absl import flags
 
-from data.glue.processors import canonical_task_name, get_processor
+from data.glue.processors import canonical_task_name, is_glue_processor
 from fileio.errors import run_command
 from training import flags as training_flags
-from training import memory_flags
+from training import memory_flags, own_data_flags
 from training.flag_rules import check_input_files, requested_splits
 from training.settings import settings_from_flags, task_default
 
@@ -29,7 +37,10 @@ training_flags.define_model_flags()
 training_flags.define_run_flags(fine_tuning=True, head_dropout=True, length_grouping=True)
 flags.DEFINE_string("data_dir", None, "Directory with the task's .tsv files.")
 flags.DEFINE_string(
-    "task_name", None, "cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, ax, xnli."
+    "task_name",
+    None,
+    "cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, ax, xnli; any other name: your own "
+    "files (--train_file ...).",
 )
 flags.DEFINE_integer(
     "max_seq_length",
@@ -43,6 +54,7 @@ flags.DEFINE_string("xnli_language", "zh", "XNLI language (the original fixed it
 training_flags.define_long_input_flags()
 training_flags.define_tpu_flags()
 training_flags.define_training_flags()
+own_data_flags.define_own_data_flags()
 
 
 def main(_):
@@ -52,17 +64,20 @@ def main(_):
     training_flags.warn_unused_long_input_flags(FLAGS)
     if FLAGS.long_inputs != "windows":
         training_flags.warn_if_given(FLAGS, ("doc_stride",), "it applies to --long_inputs=windows")
-    task_name = canonical_task_name(FLAGS.task_name)
-    options = {"language": FLAGS.xnli_language} if task_name == "xnli" else {}
-    processor = get_processor(FLAGS.task_name, **options)
-    check_input_files(
-        FLAGS,
-        [
-            (path, "data_dir", phase)
-            for split, phase in requested_splits(FLAGS)
-            for path in processor.data_files(FLAGS.data_dir, split)
-        ],
-    )
+    processor = own_data_flags.classifier_processor(FLAGS)
+    glue = is_glue_processor(processor)
+    task_name = canonical_task_name(FLAGS.task_name) if glue else FLAGS.task_name
+    splits = requested_splits(FLAGS)
+    if glue:
+        check_input_files(
+            FLAGS,
+            [
+                (path, "data_dir", phase)
+                for split, phase in splits
+                for path in processor.data_files(FLAGS.data_dir, split)
+            ],
+        )
+    own_data_flags.read_requested_sets(FLAGS, processor, [split for split, _ in splits])
     training_flags.exit_if_dry_run(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.classifier_run import ClassifierRun, run_classifier
@@ -74,7 +89,6 @@ def main(_):
 
 
 if __name__ == "__main__":
-    flags.mark_flags_as_required(
-        ["data_dir", "task_name", "vocab_file", "bert_config_file", "output_dir"]
-    )
+    # --task_name and --data_dir: a GLUE task needs both, files of your own neither.
+    flags.mark_flags_as_required(["vocab_file", "bert_config_file", "output_dir"])
     run_command(main)

@@ -9,6 +9,9 @@ keeps the best checkpoint by it) and by run_sweep.py (which ranks trials by it):
 | run_classifier | MRPC, QQP | `eval_f1` (F1 of class 1) | 0 .. 1 |
 | run_classifier | STS-B | `eval_spearman` | -1 .. 1 |
 | run_classifier | the other GLUE tasks, XNLI | `eval_accuracy` | 0 .. 1 |
+| run_classifier | own data, single-label | `eval_accuracy` | 0 .. 1 |
+| run_classifier | own data, multi-label | `eval_micro_f1` | 0 .. 1 |
+| run_classifier | own data, regression | `eval_spearman` | -1 .. 1 |
 | run_squad | SQuAD 1.1 and 2.0 | `f1` (the official script's F1) | 0 .. 100 |
 | run_ner | CoNLL-format NER | `eval_f1` (conlleval's entity F1) | 0 .. 1 |
 
@@ -25,14 +28,23 @@ from fileio import reading
 RUNNERS = ("classifier", "squad", "ner")
 
 _GLUE = {"cola": "eval_mcc", "mrpc": "eval_f1", "qqp": "eval_f1", "stsb": "eval_spearman"}
+# A task of the user's own, by problem type (data.classification.eval_results: its keys).
+_OWN = {
+    "single_label": "eval_accuracy",
+    "multi_label": "eval_micro_f1",
+    "regression": "eval_spearman",
+}
 
 
-def official_metric(runner, task_name=None):
+def official_metric(runner, task_name=None, problem_type=None):
     """The `eval_results.txt` key of the official dev metric of `runner` (one of `RUNNERS`).
 
     Args:
         runner: "classifier", "squad" or "ner".
         task_name: the classifier's --task_name (any spelling the processors accept).
+        problem_type: a classifier task of the user's own (not a GLUE name):
+            "single_label" (`eval_accuracy`), "multi_label" (`eval_micro_f1`) or
+            "regression" (`eval_spearman`).
 
     Raises:
         ValueError: an unknown runner, or a classifier task that is not known.
@@ -44,6 +56,8 @@ def official_metric(runner, task_name=None):
     if runner != "classifier":
         raise ValueError(f"No dev metric for runner {runner!r}; expected one of {RUNNERS}.")
     key = canonical_task_name(task_name) if task_name else None
+    if key is None and problem_type in _OWN:
+        return _OWN[problem_type]
     if key is None:
         raise ValueError(f"No dev metric for unknown task {task_name!r}.")
     return _GLUE.get(key, "eval_accuracy")

@@ -5,14 +5,40 @@ import os
 
 import numpy as np
 from absl import logging
+from data.classification.multilabel_metrics import multilabel_scores
+from data.classification.report import (
+    class_report,
+    confusion_matrix,
+    multilabel_report,
+    plot_confusion_matrix,
+    write_confusion_tsv,
+    write_report_tsv,
+)
+from data.classification.thresholds import (
+    apply_thresholds,
+    read_thresholds_file,
+    write_thresholds_file,
+)
 
+from data.classification import class_weights as class_weight_rules
+from data.classification import eval_results as own_results
+from data.classification.predictions import PREDICTIONS_FILE, write_prediction_file
 from data.dev_metrics import official_metric
 from data.glue import metrics
-from data.glue.features import convert_examples_to_features
+from data.glue.features import convert_examples_to_features, label_id_of
 from data.glue.long_inputs import aggregate_windows, convert_long_examples
 from data.glue.processor_base import PaddingInputExample
+from data.glue.processors import is_glue_processor
 from data.glue.records import classifier_dataset, write_classifier_tfrecord
 from data.glue.submission import write_leaderboard_file, write_test_results
+from data.own_data.labels import (
+    LABELS_FILE,
+    PROBLEM_FILE,
+    THRESHOLDS_FILE,
+    write_labels_file,
+    write_problem_file,
+)
+from fileio.reading import is_dir, is_file
 from jobs import fine_tuning
 from training.dev_eval import predicted_class_counts
 from training.loop import Trainer
@@ -42,27 +68,50 @@ class ClassifierRun:
     head_tokens: int | None = None
     doc_stride: int | None = None
     window_aggregation: str = "mean"
+    # --class_weights: None, "balanced" or one number per label; --decision_threshold (multi-
+    # label): "global", "per_label" or a probability; labels with fewer positive dev examples
+    # than --min_label_positives keep the global threshold.
+    class_weights: str | None = None
+    decision_threshold: str = "global"
+    min_label_positives: int = 5
 
 
-def _eval_metrics(run, processor, outputs, batch_size, prefix=""):
-    """eval_results entries from per-example outputs: the original keys plus the task's."""
+REPORT_FILE = "eval_report.tsv"
+CONFUSION_FILE = "confusion_matrix.tsv"
+CONFUSION_PLOT = "confusion_matrix.png"
+
+
+def problem_type_of(processor):
+    """ "single_label", "multi_label" or "regression": what the processor's labels are."""
+    if processor.is_regression:
+        return own_results.REGRESSION
+    if getattr(processor, "is_multi_label", False):
+        return own_results.MULTI_LABEL
+    return own_results.SINGLE_LABEL
+
+
+def _eval_metrics(run, processor, outputs, batch_size, prefix="", thresholds=None):
+    """eval_results entries from per-example outputs: the original keys plus the task's (GLUE's
+    official metrics, or `data.classification.eval_results` for a task of the user's own)."""
     real = outputs["real"] > 0
     losses = outputs["per_example_loss"]
     # The Estimator's `loss` is the mean over eval batches of each batch's mean loss.
     batch_means = [losses[i : i + batch_size].mean() for i in range(0, len(losses), batch_size)]
     predictions = outputs["predictions"]
-    if not processor.is_regression:
-        predictions = np.argmax(predictions, axis=-1)
     labels = outputs["labels"]
-    results = {
-        "eval_accuracy": float(metrics.accuracy(predictions[real], labels[real]))
-        if not processor.is_regression
-        else None,
-        "eval_loss": float(losses[real].mean()),
-        "loss": float(np.mean(batch_means)),
-    }
-    results.update(metrics.glue_metrics(run.task_name, predictions[real], labels[real]))
-    results = {k: v for k, v in results.items() if v is not None}
+    problem = problem_type_of(processor)
+    results = {"eval_loss": float(losses[real].mean()), "loss": float(np.mean(batch_means))}
+    if is_glue_processor(processor):
+        if problem == own_results.SINGLE_LABEL:
+            predictions = np.argmax(predictions, axis=-1)
+            results["eval_accuracy"] = float(metrics.accuracy(predictions[real], labels[real]))
+        results.update(metrics.glue_metrics(run.task_name, predictions[real], labels[real]))
+    else:
+        results.update(
+            own_results.own_task_results(
+                problem, predictions[real], labels[real], processor.get_labels(), thresholds
+            )
+        )
     if prefix:
         results = {
             k.replace("eval_", f"eval_{prefix}_", 1)
@@ -71,6 +120,73 @@ def _eval_metrics(run, processor, outputs, batch_size, prefix=""):
             for k, v in results.items()
         }
     return results
+
+
+def write_report_files(output_dir, processor, outputs, thresholds=None):
+    """`eval_report.tsv` (per-class precision, recall, F1, support) and, single-label,
+    `confusion_matrix.tsv` and `.png`, of a final dev evaluation's real examples."""
+    problem = problem_type_of(processor)
+    if problem == own_results.REGRESSION:
+        return
+    real = outputs["real"] > 0
+    names = processor.get_labels()
+    predictions, labels = outputs["predictions"][real], outputs["labels"][real]
+    if problem == own_results.MULTI_LABEL:
+        chosen = apply_thresholds(predictions, thresholds)
+        rows = multilabel_report(multilabel_scores(chosen, labels.astype(np.int64), names))
+        write_report_tsv(os.path.join(output_dir, REPORT_FILE), rows)
+        return
+    ids, truth = np.argmax(predictions, axis=-1), labels.astype(np.int64)
+    write_report_tsv(os.path.join(output_dir, REPORT_FILE), class_report(ids, truth, names))
+    matrix = confusion_matrix(ids, truth, len(names))
+    write_confusion_tsv(os.path.join(output_dir, CONFUSION_FILE), matrix, names)
+    plot_confusion_matrix(os.path.join(output_dir, CONFUSION_PLOT), matrix, names)
+
+
+def resolve_class_weights(run, processor, train_examples, labels):
+    """The loss weights `[C]` of --class_weights (None without), from the training labels for
+    "balanced" (per class, or each label's positive weight for multi-label)."""
+    weights = class_weight_rules.parse_class_weights(run.class_weights or "", labels)
+    if weights is None or processor.is_regression:
+        return None
+    if weights != "balanced":
+        return np.asarray(weights, np.float32)
+    if not train_examples:
+        raise ValueError(
+            "--class_weights=balanced is computed from the training labels: use it with "
+            "--do_train, or give one number per label."
+        )
+    ids = [label_id_of(e, labels, False) for e in train_examples]
+    if problem_type_of(processor) == own_results.MULTI_LABEL:
+        weights = class_weight_rules.balanced_positive_weights(np.asarray(ids), labels)
+    else:
+        weights = class_weight_rules.balanced_class_weights(np.asarray(ids), labels)
+    logging.info("Class weights: %s", dict(zip(labels, np.round(weights, 4).tolist(), strict=True)))
+    return np.asarray(weights, np.float32)
+
+
+def saved_thresholds(run, labels, init_checkpoint):
+    """A predict-only multi-label run's thresholds: --decision_threshold's number, else the
+    thresholds.txt of output_dir or beside --init_checkpoint, else 0.5 (with a warning)."""
+    how = own_results.parse_decision_threshold(run.decision_threshold)
+    if not isinstance(how, str):
+        return np.full(len(labels), how)
+    folders = [run.output_dir]
+    if init_checkpoint:
+        folders.append(
+            init_checkpoint if is_dir(init_checkpoint) else os.path.dirname(init_checkpoint)
+        )
+    for folder in folders:
+        path = os.path.join(folder, THRESHOLDS_FILE)
+        if is_file(path):
+            logging.info("Decision thresholds from %s", path)
+            return read_thresholds_file(path, labels)
+    logging.warning(
+        "No %s in --output_dir or beside --init_checkpoint: labels are predicted at "
+        "probability 0.5. Run --do_eval to choose thresholds on the dev set.",
+        THRESHOLDS_FILE,
+    )
+    return np.full(len(labels), 0.5)
 
 
 def classifier_features(run, examples, labels, tokenizer, processor):
@@ -156,6 +272,17 @@ def _read_sets(run, processor):
 def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_config, sets):
     train_examples, dev_sets, test_sets = sets
     labels = processor.get_labels()
+    problem = problem_type_of(processor)
+    multi_labels = len(labels) if problem == own_results.MULTI_LABEL else 0
+    # What the model predicts and the class order, for its later evaluation, prediction,
+    # export, serving and conversion (data.own_data.labels).
+    write_problem_file(os.path.join(output_dir, PROBLEM_FILE), problem, processor.has_text_b)
+    if problem != own_results.REGRESSION:
+        write_labels_file(os.path.join(output_dir, LABELS_FILE), labels)
+    weights = resolve_class_weights(run, processor, train_examples if run.do_train else [], labels)
+    how = own_results.parse_decision_threshold(run.decision_threshold)
+    # Multi-label decision thresholds: chosen at each dev evaluation, used for prediction.
+    chosen = {}
 
     def write(examples, name):
         """Writes the records of `examples`; returns (path, the example of each record)."""
@@ -179,6 +306,7 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
             seed=train_config.data_seed,
             skip_batches=skip,
             batching=batching,
+            multi_labels=multi_labels,
         )
 
     written = {}
@@ -210,25 +338,56 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
         )
     trainer = Trainer(
         ClassifierTask(
-            bert_config, len(labels), processor.is_regression, run.classifier_dropout_prob
+            bert_config,
+            len(labels),
+            processor.is_regression,
+            run.classifier_dropout_prob,
+            multi_label=bool(multi_labels),
+            class_weights=weights,
         ),
         strategy,
         train_config,
     )
 
-    def dev_evaluation():
+    def dev_evaluation(final=False):
         results, counts = {}, None
         for index, (name, examples) in enumerate(dev_sets.items()):
             title = f"evaluation on {name}"
             outputs = predict(examples, "eval" if index == 0 else name, title, run.eval_batch_size)
+            thresholds = None
+            if multi_labels and index == 0:
+                real = outputs["real"] > 0
+                thresholds = own_results.choose_thresholds(
+                    outputs["predictions"][real],
+                    outputs["labels"][real],
+                    how,
+                    run.min_label_positives,
+                )
+                chosen["thresholds"] = thresholds
             # MNLI's mismatched set reports under eval_mismatched_* beside the matched keys.
             prefix = "" if index == 0 else name.replace("dev_", "")
-            results.update(_eval_metrics(run, processor, outputs, run.eval_batch_size, prefix))
-            if index == 0 and not processor.is_regression:
+            results.update(
+                _eval_metrics(
+                    run,
+                    processor,
+                    outputs,
+                    run.eval_batch_size,
+                    prefix,
+                    thresholds if thresholds is not None else chosen.get("thresholds"),
+                )
+            )
+            if index == 0 and problem == own_results.SINGLE_LABEL:
                 counts = predicted_class_counts(outputs["predictions"], outputs["real"], labels)
+            if final and index == 0:
+                write_report_files(output_dir, processor, outputs, thresholds)
+                if multi_labels:
+                    write_thresholds_file(
+                        os.path.join(output_dir, THRESHOLDS_FILE), labels, thresholds
+                    )
         return results, counts
 
-    metric = official_metric("classifier", run.task_name)
+    glue_name = run.task_name if is_glue_processor(processor) else None
+    metric = official_metric("classifier", glue_name, problem)
     evaluation = fine_tuning.dev_evaluation(
         run, trainer, output_dir, metric, dev_evaluation, bert_config
     )
@@ -245,9 +404,14 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
                 evaluation if evaluation and evaluation.keep_best else None,
             )
 
-    results = evaluation.final() if run.do_eval else {}
+    results = evaluation.final(final=True) if run.do_eval else {}
 
     if run.do_predict:
+        thresholds = None
+        if multi_labels:
+            thresholds = chosen.get("thresholds")
+            if thresholds is None:
+                thresholds = saved_thresholds(run, labels, train_config.init_checkpoint)
         for index, (board_name, examples) in enumerate(test_sets.items()):
             name = "predict" if index == 0 else f"predict_{board_name}"
             title = f"prediction on {board_name}"
@@ -257,7 +421,15 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
                 raise RuntimeError(f"{len(predictions)} predictions for {len(examples)} examples")
             if index == 0:
                 write_test_results(os.path.join(output_dir, "test_results.tsv"), predictions)
-            write_leaderboard_file(
-                os.path.join(output_dir, f"{board_name}.tsv"), predictions, processor
-            )
+                write_prediction_file(
+                    os.path.join(output_dir, PREDICTIONS_FILE),
+                    predictions,
+                    labels,
+                    problem,
+                    thresholds,
+                )
+            if processor.leaderboard_names:
+                write_leaderboard_file(
+                    os.path.join(output_dir, f"{board_name}.tsv"), predictions, processor
+                )
     return results

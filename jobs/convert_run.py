@@ -17,9 +17,11 @@ import os
 
 from absl import logging
 
-from data.glue.processors import get_processor
+from data.glue.processors import canonical_task_name, get_processor
 from data.ner.conll import is_iob_tag
 from data.ner.labels import LABELS_FILE, label_file_text, read_label_file
+from data.own_data.labels import LABELS_FILE as OWN_LABELS_FILE
+from data.own_data.labels import PROBLEM_FILE, read_labels_file, read_problem_file
 from fileio import reading
 from jobs.export_run import export_encoder_weights
 from modeling.formats import conversion, task_heads
@@ -79,8 +81,14 @@ def labels_of_run(run, head, count):
         missing = "no --label_file" if not path else f"no {path}"
     elif head is task_heads.CLASSIFIER:
         task_name = run.task_name or (folder and recorded_flags(folder).get("task_name"))
-        if task_name:
+        if task_name and canonical_task_name(task_name):
             return _fitting(_task_labels(task_name), count, f"--task_name={task_name}", head)
+        own = _own_task(run, folder)
+        if own is not None:
+            problem, path = own
+            if problem == "regression":
+                return None
+            return _fitting(read_labels_file(path), count, path, head)
         missing = "no --task_name, and no flags.txt recording one beside the checkpoint"
     else:
         return None
@@ -92,6 +100,32 @@ def labels_of_run(run, head, count):
         "--label_file" if head is task_heads.NER else "--task_name",
     )
     return None
+
+
+def _own_task(run, folder):
+    """(problem type, labels file) of a run_classifier run on the user's own data in `folder`
+    (its problem.json), or None."""
+    path = folder and os.path.join(folder, PROBLEM_FILE)
+    if not path or not reading.is_file(path):
+        return None
+    problem, _ = read_problem_file(path)
+    return problem, run.label_file or os.path.join(folder, OWN_LABELS_FILE)
+
+
+# run_classifier's problem types as Hugging Face's config.json names them.
+HF_PROBLEM_TYPES = {
+    "single_label": "single_label_classification",
+    "multi_label": "multi_label_classification",
+    "regression": "regression",
+}
+
+
+def hf_problem_type(run, head):
+    """The HF `problem_type` of a run_classifier head of the user's own task, or None."""
+    if head is not task_heads.CLASSIFIER:
+        return None
+    own = _own_task(run, _run_folder(run))
+    return HF_PROBLEM_TYPES[own[0]] if own else None
 
 
 def _files_for_runners(run, head, count):
@@ -157,10 +191,11 @@ def convert(run):
             run.overwrite,
         )
         return [run.output_dir]
-    labels, extra_files = None, {}
+    labels, extra_files, problem_type = None, {}, None
     count = task_heads.num_labels(head, arrays) if head is not None else 0
     if head is not None and run.output_format == "hf":
         labels = labels_of_run(run, head, count)
+        problem_type = hf_problem_type(run, head)
     elif head is not None and run.input_format == "hf" and run.output_format == "tf1":
         extra_files = _files_for_runners(run, head, count)
     return conversion.write_weights(
@@ -173,4 +208,5 @@ def convert(run):
         overwrite=run.overwrite,
         labels=labels,
         extra_files=extra_files,
+        problem_type=problem_type,
     )

@@ -10,7 +10,12 @@ writes to test_results.tsv plus the label string:
 
 * classification: `probabilities` float32 `[B, C]` (softmax of the logits) and `label` string
   `[B]` (the task's label of the most probable class);
+* multi-label: `probabilities` float32 `[B, C]` (a sigmoid per label), `predicted` int32
+  `[B, C]` (1 where the probability reaches the label's decision threshold, chosen on dev by
+  run_classifier) and `labels` string `[B]` (the predicted labels joined by `,`);
 * regression (STS-B): `score` float32 `[B]`.
+
+The label names are the export's `label_names` variable (string `[C]`).
 
 `serve_examples` takes serialized `tf.Example`s with run_classifier's record features
 (`input_ids`, `input_mask`, `segment_ids`; label features are ignored), for batch pipelines that
@@ -46,6 +51,8 @@ class ClassifierExport(tf.Module):
         head_tokens: head_tail: pieces kept from a cut text's head (None: a quarter).
         doc_stride: windows: pieces between window starts (None: half of each text's room).
         window_aggregation: windows: "mean", "max", "mean_logits" or "vote".
+        thresholds: a multi-label model's decision threshold per label (float `[C]`); None for
+            a softmax classifier.
 
     Raises:
         ValueError: an unknown `long_inputs` or `window_aggregation`, or windows at a
@@ -66,8 +73,14 @@ class ClassifierExport(tf.Module):
         head_tokens=None,
         doc_stride=None,
         window_aggregation="mean",
+        thresholds=None,
     ):
         super().__init__(name="text_classifier")
+        if thresholds is not None and long_inputs == "windows":
+            raise ValueError(
+                "long_inputs=windows aggregates softmax classes; a multi-label model reads "
+                "truncate or head_tail inputs."
+            )
         if long_inputs not in LONG_INPUTS or window_aggregation not in WINDOW_AGGREGATIONS:
             raise ValueError(
                 f"Unknown long_inputs={long_inputs!r} or window_aggregation="
@@ -88,6 +101,9 @@ class ClassifierExport(tf.Module):
         self.has_text_b = has_text_b
         self.pad_to_max_seq_length = pad_to_max_seq_length
         self._labels = tf.constant(list(labels) or [""])
+        self.label_names = tf.Variable(list(labels) or [""], trainable=False, name="label_names")
+        self.multi_label = thresholds is not None
+        self._thresholds = tf.constant(list(thresholds) if self.multi_label else [0.0], tf.float32)
         self.long_inputs = long_inputs
         self.head_tokens = head_tokens
         self.doc_stride = doc_stride
@@ -106,6 +122,15 @@ class ClassifierExport(tf.Module):
         logits = self._logits(features)
         if self.is_regression:
             return {"score": logits[:, 0]}
+        if self.multi_label:
+            probabilities = tf.sigmoid(tf.cast(logits, tf.float32))
+            chosen = probabilities >= self._thresholds
+            names = tf.ragged.boolean_mask(tf.broadcast_to(self._labels, tf.shape(chosen)), chosen)
+            return {
+                "probabilities": probabilities,
+                "predicted": tf.cast(chosen, tf.int32),
+                "labels": tf.strings.reduce_join(names, axis=-1, separator=","),
+            }
         probabilities = tf.nn.softmax(logits, axis=-1)
         label = tf.gather(self._labels, tf.argmax(logits, axis=-1, output_type=tf.int32))
         return {"probabilities": probabilities, "label": label}

@@ -31,7 +31,6 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
-from data.glue.processors import get_processor
 from serving.lite_files import SERVING_CONFIG, TFLITE_MODEL
 from serving.tokenizer_json import write_tokenizer_json
 
@@ -152,12 +151,15 @@ def lite_settings(run, root):
     """
     settings = {"max_seq_length": run.max_seq_length}
     if run.task == "classifier":
-        processor = get_processor(run.task_name)
+        # The head the text-in export was built with (jobs.export_run.classifier_head).
+        head = root.head
         settings.update(
             task_name=run.task_name,
-            labels=list(processor.get_labels()),
-            is_regression=bool(processor.is_regression),
-            has_text_b=bool(processor.has_text_b),
+            labels=list(head.labels),
+            is_regression=head.problem_type == "regression",
+            multi_label=head.problem_type == "multi_label",
+            thresholds=head.thresholds,
+            has_text_b=bool(head.has_text_b),
             long_inputs=run.long_inputs,
             head_tokens=run.head_tokens,
             doc_stride=run.doc_stride,

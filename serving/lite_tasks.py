@@ -54,6 +54,8 @@ class ClassifierTask:
     def _examples(self, instances):
         # Any known label: the records need one, the answers never read it.
         label = "0" if self.is_regression else self.labels[0]
+        if self.config.get("multi_label"):
+            label = ()
         return [
             InputExample(
                 str(i),
@@ -92,6 +94,18 @@ class ClassifierTask:
 
     def answers(self, instances, owners, outputs):
         logits = np.stack([o["logits"] for o in outputs]).astype(np.float64)
+        if self.config.get("multi_label"):
+            # One window per instance (truncate or head_tail): a sigmoid per label, the labels
+            # at or above their thresholds (jobs.classifier_run chose them on dev).
+            probabilities = 1.0 / (1.0 + np.exp(-logits))
+            chosen = probabilities >= np.asarray(self.config["thresholds"])
+            return [
+                {
+                    "labels": [self.labels[i] for i in np.flatnonzero(row)],
+                    "probabilities": [float(x) for x in p],
+                }
+                for row, p in zip(chosen, probabilities, strict=True)
+            ]
         merged = aggregate_windows(
             logits,
             np.asarray(owners),

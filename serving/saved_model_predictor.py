@@ -10,6 +10,7 @@ here.
 
 import os
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the WordPiece op the exports use)
 from absl import logging
@@ -97,16 +98,27 @@ def _text(value):
     return value.decode("utf-8", errors="replace")
 
 
-def _classifier_answers(outputs, count):
+def _classifier_answers(outputs, count, names=None):
     if "score" in outputs:
         return [{"score": float(s)} for s in outputs["score"][:count]]
+    if "predicted" in outputs:
+        # Multi-label: the labels at or above their thresholds, with every probability.
+        return [
+            {
+                "labels": [names[i] for i in np.flatnonzero(chosen)],
+                "probabilities": probabilities.tolist(),
+            }
+            for chosen, probabilities in zip(
+                outputs["predicted"], outputs["probabilities"], strict=True
+            )
+        ]
     return [
         {"label": _text(label), "probabilities": probabilities.tolist()}
         for label, probabilities in zip(outputs["label"], outputs["probabilities"], strict=True)
     ]
 
 
-def _ner_answers(outputs, count):
+def _ner_answers(outputs, count, names=None):
     answers = []
     for words, tags, n in zip(outputs["words"], outputs["tags"], outputs["num_words"], strict=True):
         answers.append(
@@ -115,7 +127,7 @@ def _ner_answers(outputs, count):
     return answers
 
 
-def _squad_answers(outputs, count):
+def _squad_answers(outputs, count, names=None):
     answers = []
     for i in range(count):
         answer = {
@@ -167,6 +179,8 @@ class SavedModelPredictor:
                 f"{first_line(err)}); its variables/ or assets/ are damaged or missing: "
                 f"{_DAMAGED_FIX}."
             ) from None
+        names = getattr(self._model, "label_names", None)
+        self._label_names = None if names is None else [_text(n) for n in names.numpy()]
         logging.info(
             "Loaded the %s export %s (%s; instances: %s).",
             self.task,
@@ -208,4 +222,4 @@ class SavedModelPredictor:
             return []
         inputs = {k: tf.constant(self._column(instances, k), tf.string) for k in self.instance_keys}
         outputs = {k: v.numpy() for k, v in self.signature(**inputs).items()}
-        return _ANSWERS[self.task](outputs, len(instances))
+        return _ANSWERS[self.task](outputs, len(instances), self._label_names)

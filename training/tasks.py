@@ -164,16 +164,26 @@ class PretrainingTask(Task):
 
 
 class ClassifierTask(Task):
-    """Sentence (pair) classification, or regression with one output, as run_classifier.py.
+    """Sentence (pair) classification, multi-label classification, or regression, as
+    run_classifier.py.
 
-    Classification: softmax cross-entropy, mean over the batch. Regression (STS-B): mean squared
-    error of the single output. Padding examples (`is_real_example == 0`) count for nothing.
+    Classification: softmax cross-entropy, mean over the batch. Multi-label: a sigmoid per label
+    and binary cross-entropy, averaged over the labels of an example, then over the batch.
+    Regression (STS-B): mean squared error of the single output. Padding examples
+    (`is_real_example == 0`) count for nothing.
+
+    Class weights (`--class_weights`) scale each example's loss by its class's weight and the
+    batch's loss stays the mean over its examples (as Keras' `class_weight`); for multi-label
+    they are each label's positive weight (`tf.nn.weighted_cross_entropy_with_logits`).
 
     Args:
         config: a `BertConfig`.
         num_labels: number of classes (ignored for regression).
         is_regression: one float output and a squared-error loss.
         dropout_rate: the head's dropout while training (`--classifier_dropout_prob`).
+        multi_label: a sigmoid per label; `label_ids` are multi-hot `[B, num_labels]`.
+        class_weights: None, or float `[num_labels]`: per class (single-label) or per label's
+            positive examples (multi-label).
     """
 
     # The head reads [CLS] only: batches can be cut to their longest sequence, and the
@@ -181,11 +191,23 @@ class ClassifierTask(Task):
     cuts_to_length = True
     real_tokens_only = True
 
-    def __init__(self, config, num_labels, is_regression=False, dropout_rate=0.1):
+    def __init__(
+        self,
+        config,
+        num_labels,
+        is_regression=False,
+        dropout_rate=0.1,
+        multi_label=False,
+        class_weights=None,
+    ):
         super().__init__(config)
         self.is_regression = is_regression
+        self.multi_label = multi_label and not is_regression
         self.num_labels = 1 if is_regression else num_labels
         self.dropout_rate = dropout_rate
+        self.class_weights = None
+        if class_weights is not None and not is_regression:
+            self.class_weights = tf.constant(class_weights, tf.float32)
 
     def make_model(self):
         return BertClassifier(self.config, self.num_labels, self.dropout_rate)
@@ -206,6 +228,22 @@ class ClassifierTask(Task):
 
     def forward(self, features, training):
         logits = self.model(features, training=training)
+        if self.multi_label:
+            labels = tf.reshape(features["label_ids"], [-1, self.num_labels])
+            targets = tf.cast(labels, logits.dtype)
+            if self.class_weights is None:
+                per_label = tf.nn.sigmoid_cross_entropy_with_logits(targets, logits)
+            else:
+                per_label = tf.nn.weighted_cross_entropy_with_logits(
+                    targets, logits, tf.cast(self.class_weights, logits.dtype)
+                )
+            return {
+                "logits": logits,
+                "predictions": tf.sigmoid(logits),
+                "per_example_loss": tf.reduce_mean(per_label, axis=-1),
+                "labels": labels,
+                "real": self._real(features),
+            }
         labels = tf.reshape(features["label_ids"], [-1])
         if self.is_regression:
             predictions = logits[:, 0]
@@ -215,6 +253,9 @@ class ClassifierTask(Task):
             per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
                 tf.cast(labels, tf.int32), logits
             )
+            if self.class_weights is not None:
+                weights = tf.gather(self.class_weights, tf.cast(labels, tf.int32))
+                per_example = per_example * tf.cast(weights, per_example.dtype)
         return {
             "logits": logits,
             "predictions": predictions,

@@ -7,4 +7,6 @@
 * `report`: per-class rows for `eval_report.tsv`, the confusion matrix as TSV and PNG.
 * `class_weights`: balanced class weights (single-label), balanced positive weights
   (multi-label) and the `--class_weights` flag's value.
+* `eval_results`: the `eval_results.txt` entries of a task of the user's own, by problem type.
+* `predictions`: `test_predictions.tsv`, the predictions with their labels named.
 """

@@ -23,19 +23,22 @@ class ClassifierFeatures:
         input_ids: int list [max_seq_length], padded with 0.
         input_mask: 1 for real tokens, 0 for padding.
         segment_ids: 0 for `[CLS]`, A and the first `[SEP]`; 1 for B and the last `[SEP]`.
-        label_id: class index (int), or the target value (float) for regression.
+        label_id: class index (int), the target value (float) for regression, or a multi-hot
+            int list [num_labels] for a multi-label example.
         is_real_example: False for `PaddingInputExample`.
     """
 
     input_ids: list
     input_mask: list
     segment_ids: list
-    label_id: int | float
+    label_id: int | float | list
     is_real_example: bool = True
 
 
 def label_id_of(example, label_list, is_regression):
-    """The class index of the example's label, or its target as a float for regression.
+    """The class index of the example's label, its target as a float for regression, or the
+    multi-hot list [num_labels] of a multi-label example (whose label is a tuple or list of
+    label strings, possibly empty).
 
     Raises:
         ValueError: if the label is not in `label_list` (or not a number, for regression).
@@ -48,6 +51,16 @@ def label_id_of(example, label_list, is_regression):
                 f"Example {example.guid}: the target must be a number, got {example.label!r}."
             ) from None
     label_map = {label: i for i, label in enumerate(label_list)}
+    if isinstance(example.label, (tuple, list)):
+        hot = [0] * len(label_list)
+        for label in example.label:
+            if label not in label_map:
+                raise ValueError(
+                    f"Example {example.guid}: unknown label {label!r}; the labels are "
+                    f"{list(label_list)}."
+                )
+            hot[label_map[label]] = 1
+        return hot
     if example.label not in label_map:
         raise ValueError(
             f"Example {example.guid}: unknown label {example.label!r}; the labels are "

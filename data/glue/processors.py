@@ -279,6 +279,11 @@ _ALIASES = {
 }
 
 
+def is_glue_processor(processor):
+    """True for the processor of a GLUE or XNLI task (scored by the official GLUE metrics)."""
+    return type(processor) in PROCESSORS.values()
+
+
 def canonical_task_name(task_name):
     """Returns the `PROCESSORS` key for a task name, or None if there is none.
 

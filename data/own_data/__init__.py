@@ -1,1 +1,2 @@
-"""Fine-tuning data of the user's own: processors for files that are not a GLUE task's."""
+"""Fine-tuning data of the user's own: CSV, TSV and JSON Lines files (file_processor.py),
+their labels (labels.py), and DataProcessor files written for the original (processor_file.py)."""

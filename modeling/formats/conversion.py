@@ -265,7 +265,7 @@ def _copy_vocab(vocab, output_dir):
     return target
 
 
-def _write_hf(directory, config, arrays, labels):
+def _write_hf(directory, config, arrays, labels, problem_type=None):
     kept = hf_export.hf_arrays(arrays)
     left_out = sorted(set(arrays) - set(kept))
     if left_out:
@@ -281,7 +281,12 @@ def _write_hf(directory, config, arrays, labels):
         hf_export.safetensors_bytes(hf_export.original_to_hf(arrays), metadata={"format": "pt"}),
     )
     settings = os.path.join(directory, "config.json")
-    text = json.dumps(hf_export.hf_config(config, arrays, labels), indent=2, sort_keys=True) + "\n"
+    text = (
+        json.dumps(
+            hf_export.hf_config(config, arrays, labels, problem_type), indent=2, sort_keys=True
+        )
+        + "\n"
+    )
     write_atomically(settings, text.encode("utf-8"))
     return [settings, weights]
 
@@ -314,6 +319,7 @@ def write_weights(
     do_lower_case=True,
     overwrite=False,
     labels=None,
+    problem_type=None,
     extra_files=None,
 ):
     """Writes `arrays` in `output_format` (`tf1`, `keras`, `hf` or `keras_hub`) as `output_dir`.
@@ -331,6 +337,7 @@ def write_weights(
         do_lower_case: the tokenizer setting keras-hub presets record.
         overwrite: replace an existing `output_dir`.
         labels: a task head's label per class id, for hf's `id2label` (None: `LABEL_i`).
+        problem_type: hf: a classifier head's `problem_type` (None: regression for one output).
         extra_files: dict file name -> text, written into `output_dir` with the weights.
 
     Returns:
@@ -369,7 +376,7 @@ def write_weights(
             require_free_space(temp, size + 4096 * len(model.weights), output_dir)
             model.save_weights(written[0])
         elif output_format == "hf":
-            written = _write_hf(temp, config, arrays, labels)
+            written = _write_hf(temp, config, arrays, labels, problem_type)
         elif output_format == "keras_hub":
             keras_hub.write_keras_hub(temp, config, arrays, vocab, do_lower_case)
             written = [os.path.join(temp, n) for n in sorted(tf.io.gfile.listdir(temp))]

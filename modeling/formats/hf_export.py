@@ -137,13 +137,14 @@ def safetensors_bytes(tensors, metadata=None):
     return struct.pack("<Q", len(text)) + text + b"".join(blobs)
 
 
-def hf_config(config, arrays, labels=None):
+def hf_config(config, arrays, labels=None, problem_type=None):
     """The HF `config.json` dict of a `BertConfig` (`architectures` from the tensors present).
 
     Args:
         config: `BertConfig`.
         arrays: dict original name -> array, as `hf_arrays` leaves them.
         labels: a task head's label per class id (`id2label`), or None for HF's `LABEL_i`.
+        problem_type: a classifier head's HF `problem_type` (`task_heads.hf_label_fields`).
     """
     if config.hidden_act not in _ACTIVATIONS:
         raise ValueError(
@@ -162,7 +163,9 @@ def hf_config(config, arrays, labels=None):
     fields = {}
     if head is not None:
         architecture = head.hf_architecture
-        fields = task_heads.hf_label_fields(head, task_heads.num_labels(head, arrays), labels)
+        fields = task_heads.hf_label_fields(
+            head, task_heads.num_labels(head, arrays), labels, problem_type
+        )
     return {
         **fields,
         "architectures": [architecture],

@@ -188,17 +188,19 @@ def from_hf(head, tensors):
     }
 
 
-def hf_label_fields(head, count, labels=None):
+def hf_label_fields(head, count, labels=None, problem_type=None):
     """The `config.json` fields of the head's labels.
 
     Args:
         head: a `TaskHead`.
         count: its number of outputs.
         labels: the label of each output (class id order), or None for HF's `LABEL_i`.
+        problem_type: a classifier's HF `problem_type` ("single_label_classification",
+            "multi_label_classification" or "regression"); None: "regression" for one output.
 
     Returns:
         dict with `id2label` and `label2id` (none for the span head), and `problem_type`
-        "regression" for a one-output classifier (run_classifier's STS-B).
+        (given, or "regression" for a one-output classifier: run_classifier's STS-B).
     """
     if head is SQUAD:
         return {}
@@ -209,7 +211,9 @@ def hf_label_fields(head, count, labels=None):
         "id2label": {str(i): label for i, label in enumerate(names)},
         "label2id": {label: i for i, label in enumerate(names)},
     }
-    if head is CLASSIFIER and count == 1:
+    if head is CLASSIFIER and problem_type:
+        fields["problem_type"] = problem_type
+    elif head is CLASSIFIER and count == 1:
         fields["problem_type"] = "regression"
     return fields
 

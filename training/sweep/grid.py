@@ -16,6 +16,7 @@ import urllib.parse
 import xml.etree.ElementTree as ElementTree
 
 from data.dev_metrics import official_metric
+from data.glue.processors import canonical_task_name
 from fileio.errors import UserError
 
 # Runner script -> the dev_metrics runner name.
@@ -168,13 +169,30 @@ def parse_runner_command(argv, project_root):
                 "by its dev score."
             )
     task = partial.flag_value("task_name")
-    if runner == "classifier" and task is None:
+    own_data = runner == "classifier" and _own_data_problem(partial)
+    if runner == "classifier" and task is None and not own_data:
         raise UserError(f"{name} needs --task_name after `--` (e.g. --task_name=MRPC).")
     try:
-        metric = official_metric(runner, task)
+        metric = official_metric(runner, task, own_data)
     except ValueError as err:
         raise UserError(f"--task_name={task} after `--`: {err}") from None
     return RunnerCommand(path, runner, args, metric)
+
+
+def _own_data_problem(partial):
+    """The problem type of a run_classifier command on the user's own data (files or a
+    --processor), or None for a GLUE task: --problem_type, else multi-label for
+    --label_columns, else single-label (a JSON-list label column needs --problem_type)."""
+    given = partial.flag_value("problem_type")
+    if given and given != "auto":
+        return given
+    own_flags = ("processor", "train_file", "dev_file", "label_column", "label_columns")
+    task = partial.flag_value("task_name")
+    if task is not None and canonical_task_name(task) is not None:
+        return None
+    if task is None and not any(partial.flag_value(f) is not None for f in own_flags):
+        return None
+    return "multi_label" if partial.flag_value("label_columns") else "single_label"
 
 
 def restart_seeds(command, vary, restarts, known_flags):
