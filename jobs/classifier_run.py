@@ -5,7 +5,11 @@ import os
 
 import numpy as np
 from absl import logging
+
+from data.classification import class_weights as class_weight_rules
+from data.classification import eval_results as own_results
 from data.classification.multilabel_metrics import multilabel_scores
+from data.classification.predictions import PREDICTIONS_FILE, write_prediction_file
 from data.classification.report import (
     class_report,
     confusion_matrix,
@@ -19,10 +23,6 @@ from data.classification.thresholds import (
     read_thresholds_file,
     write_thresholds_file,
 )
-
-from data.classification import class_weights as class_weight_rules
-from data.classification import eval_results as own_results
-from data.classification.predictions import PREDICTIONS_FILE, write_prediction_file
 from data.dev_metrics import official_metric
 from data.glue import metrics
 from data.glue.features import convert_examples_to_features, label_id_of

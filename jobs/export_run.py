@@ -5,8 +5,8 @@ import os
 
 import tensorflow as tf
 from absl import logging
-from data.classification.thresholds import read_thresholds_file
 
+from data.classification.thresholds import read_thresholds_file
 from data.glue.processors import canonical_task_name, get_processor
 from data.ner.labels import LABELS_FILE, read_label_file
 from data.own_data.labels import LABELS_FILE as OWN_LABELS_FILE
