@@ -15,7 +15,7 @@ import os
 from absl import flags, logging
 
 from data.classification.eval_results import parse_decision_threshold
-from data.glue.processors import canonical_task_name, get_processor
+from data.glue.processors import PROCESSORS, canonical_task_name, get_processor
 from data.own_data.file_processor import PROBLEM_TYPES, FileProcessor, OwnDataFiles
 from data.own_data.table_reader import FILE_FORMATS
 from fileio.reading import is_dir
@@ -155,11 +155,24 @@ def classifier_processor(flag_values):
 
 def read_requested_sets(flag_values, processor, splits):
     """Reads (and so checks) the sets a run of a `FileProcessor` will use, before TensorFlow
-    loads; they are kept for the run. Other processors read theirs in the run."""
+    loads; they are kept for the run. Other processors read theirs in the run.
+
+    Raises:
+        ValueError: a bad file; for a --task_name that is no GLUE task given with no flag of
+            the user's own files, the original's "Task not found" first (a typo is likelier).
+    """
     if not isinstance(processor, FileProcessor):
         return
-    for split in splits:
-        getattr(processor, f"get_{split}_examples")()
+    try:
+        for split in splits:
+            getattr(processor, f"get_{split}_examples")()
+    except ValueError as err:
+        if flag_values.task_name and not _given(flag_values, FILE_FLAGS):
+            raise ValueError(
+                f"Task not found: {flag_values.task_name}. Known tasks: {sorted(PROCESSORS)}; "
+                f"read as your own files (docs/own_data.md), --data_dir fails: {err}"
+            ) from None
+        raise
     if processor.is_multi_label and flag_values.long_inputs == "windows":
         raise ValueError(
             "--long_inputs=windows aggregates softmax classes; for a multi-label task use "

@@ -66,6 +66,22 @@ def test_runner_command_checks():
     ).metric == ("f1")
 
 
+def test_own_data_commands_are_ranked_by_their_problem_types_metric():
+    def metric(*args):
+        return grid.parse_runner_command(
+            ["run_classifier.py", "--do_train", "--do_eval", *args], REPO
+        ).metric
+
+    assert metric("--train_file=t.csv", "--dev_file=d.csv") == "eval_accuracy"
+    assert metric("--task_name=tickets", "--data_dir=x") == "eval_accuracy"
+    assert metric("--train_file=t.csv", "--problem_type=multi_label") == "eval_micro_f1"
+    assert metric("--train_file=t.csv", "--label_columns=a,b") == "eval_micro_f1"
+    assert metric("--processor=p.py:P", "--problem_type=regression") == "eval_spearman"
+    assert metric("--task_name=MRPC", "--problem_type=multi_label") == "eval_f1"
+    with pytest.raises(UserError, match="needs --task_name"):
+        metric()
+
+
 def _stand_in(tmp_path, values, sleep_s=0.0):
     """A runner stand-in: writes one history line per value, then eval_results.txt."""
     script = tmp_path / "stand_in.py"

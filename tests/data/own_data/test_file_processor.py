@@ -172,3 +172,14 @@ def test_table_line_numbers_count_physical_lines(tmp_path):
     path = _write_csv(tmp_path / "t.csv", [("two\nlines", "a"), ("next", "b")])
     table = read_table(str(path))
     assert [line for line, _ in table.rows] == [2, 4]
+
+
+def test_files_on_a_tensorflow_file_system():
+    import tensorflow as tf
+
+    path = "ram://own_data/train.csv"
+    tf.io.gfile.makedirs("ram://own_data")
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write('text,label\r\n"a, b",x\r\nc,y\r\n')
+    _, examples = _examples(train_file=path)
+    assert [(e.text_a, e.label) for e in examples] == [("a, b", "x"), ("c", "y")]
