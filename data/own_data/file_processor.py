@@ -282,7 +282,7 @@ class FileProcessor(DataProcessor):
             # Test rows need no label; the records carry a placeholder no output reads.
             if self.is_regression:
                 return "0"
-            return () if self.is_multi_label else None
+            return () if self.is_multi_label else self.get_labels()[0]
         if self.files.label_columns:
             return columns.flag_labels(cells, line)
         value = columns.cell(cells, columns.label, line)

@@ -101,7 +101,7 @@ def test_labels_file_round_trip_and_earlier_run(tmp_path):
     assert read_labels_file(str(tmp_path / "labels.txt")) == ["z", "a", "m"]
     test = _write_csv(tmp_path / "test.csv", [("q", "")], header=("text", "label"))
     processor = FileProcessor(OwnDataFiles(test_file=str(test)), earlier_runs=[str(tmp_path)])
-    assert [e.text_a for e in processor.get_test_examples()] == ["q"]
+    assert [(e.text_a, e.label) for e in processor.get_test_examples()] == [("q", "z")]
     assert processor.get_labels() == ["z", "a", "m"]
     assert sorted_labels(["b", "a", "C"]) == ["C", "a", "b"]
 
