@@ -6,21 +6,13 @@ import os
 import numpy as np
 from absl import logging
 
-from data.classification import class_weights as class_weight_rules
 from data.classification import eval_results as own_results
-from data.classification.multilabel_metrics import multilabel_scores
+from data.classification.class_weights import class_weights_for
 from data.classification.predictions import PREDICTIONS_FILE, write_prediction_file
-from data.classification.report import (
-    class_report,
-    confusion_matrix,
-    multilabel_report,
-    plot_confusion_matrix,
-    write_confusion_tsv,
-    write_report_tsv,
-)
+from data.classification.report import write_report_files
 from data.classification.thresholds import (
-    apply_thresholds,
-    read_thresholds_file,
+    THRESHOLDS_FILE,
+    saved_thresholds,
     write_thresholds_file,
 )
 from data.dev_metrics import official_metric
@@ -34,11 +26,10 @@ from data.glue.submission import write_leaderboard_file, write_test_results
 from data.own_data.labels import (
     LABELS_FILE,
     PROBLEM_FILE,
-    THRESHOLDS_FILE,
     write_labels_file,
     write_problem_file,
 )
-from fileio.reading import is_dir, is_file
+from fileio.reading import is_dir
 from jobs import fine_tuning
 from training.dev_eval import predicted_class_counts
 from training.loop import Trainer
@@ -122,71 +113,38 @@ def _eval_metrics(run, processor, outputs, batch_size, prefix="", thresholds=Non
     return results
 
 
-def write_report_files(output_dir, processor, outputs, thresholds=None):
-    """`eval_report.tsv` (per-class precision, recall, F1, support) and, single-label,
-    `confusion_matrix.tsv` and `.png`, of a final dev evaluation's real examples."""
-    problem = problem_type_of(processor)
-    if problem == own_results.REGRESSION:
-        return
+def _report_files(output_dir, processor, outputs, thresholds=None):
+    """The report files of a final dev evaluation's real examples (`write_report_files`)."""
     real = outputs["real"] > 0
-    names = processor.get_labels()
-    predictions, labels = outputs["predictions"][real], outputs["labels"][real]
-    if problem == own_results.MULTI_LABEL:
-        chosen = apply_thresholds(predictions, thresholds)
-        rows = multilabel_report(multilabel_scores(chosen, labels.astype(np.int64), names))
-        write_report_tsv(os.path.join(output_dir, REPORT_FILE), rows)
-        return
-    ids, truth = np.argmax(predictions, axis=-1), labels.astype(np.int64)
-    write_report_tsv(os.path.join(output_dir, REPORT_FILE), class_report(ids, truth, names))
-    matrix = confusion_matrix(ids, truth, len(names))
-    write_confusion_tsv(os.path.join(output_dir, CONFUSION_FILE), matrix, names)
-    plot_confusion_matrix(os.path.join(output_dir, CONFUSION_PLOT), matrix, names)
-
-
-def resolve_class_weights(run, processor, train_examples, labels):
-    """The loss weights `[C]` of --class_weights (None without), from the training labels for
-    "balanced" (per class, or each label's positive weight for multi-label)."""
-    weights = class_weight_rules.parse_class_weights(run.class_weights or "", labels)
-    if weights is None or processor.is_regression:
-        return None
-    if weights != "balanced":
-        return np.asarray(weights, np.float32)
-    if not train_examples:
-        raise ValueError(
-            "--class_weights=balanced is computed from the training labels: use it with "
-            "--do_train, or give one number per label."
-        )
-    ids = [label_id_of(e, labels, False) for e in train_examples]
-    if problem_type_of(processor) == own_results.MULTI_LABEL:
-        weights = class_weight_rules.balanced_positive_weights(np.asarray(ids), labels)
-    else:
-        weights = class_weight_rules.balanced_class_weights(np.asarray(ids), labels)
-    logging.info("Class weights: %s", dict(zip(labels, np.round(weights, 4).tolist(), strict=True)))
-    return np.asarray(weights, np.float32)
-
-
-def saved_thresholds(run, labels, init_checkpoint):
-    """A predict-only multi-label run's thresholds: --decision_threshold's number, else the
-    thresholds.txt of output_dir or beside --init_checkpoint, else 0.5 (with a warning)."""
-    how = own_results.parse_decision_threshold(run.decision_threshold)
-    if not isinstance(how, str):
-        return np.full(len(labels), how)
-    folders = [run.output_dir]
-    if init_checkpoint:
-        folders.append(
-            init_checkpoint if is_dir(init_checkpoint) else os.path.dirname(init_checkpoint)
-        )
-    for folder in folders:
-        path = os.path.join(folder, THRESHOLDS_FILE)
-        if is_file(path):
-            logging.info("Decision thresholds from %s", path)
-            return read_thresholds_file(path, labels)
-    logging.warning(
-        "No %s in --output_dir or beside --init_checkpoint: labels are predicted at "
-        "probability 0.5. Run --do_eval to choose thresholds on the dev set.",
-        THRESHOLDS_FILE,
+    write_report_files(
+        output_dir,
+        problem_type_of(processor),
+        processor.get_labels(),
+        outputs["predictions"][real],
+        outputs["labels"][real],
+        thresholds,
     )
-    return np.full(len(labels), 0.5)
+
+
+def _earlier_runs(output_dir, init_checkpoint):
+    """The folders whose thresholds.txt a run that does not evaluate reads, in order."""
+    if not init_checkpoint:
+        return [output_dir]
+    folder = init_checkpoint if is_dir(init_checkpoint) else os.path.dirname(init_checkpoint)
+    return [output_dir, folder]
+
+
+def _class_weights(run, processor, train_examples, labels):
+    """The loss weights `[C]` of --class_weights (`class_weights_for`), or None."""
+    if processor.is_regression:
+        return None
+    ids = [label_id_of(e, labels, False) for e in train_examples]
+    multi = problem_type_of(processor) == own_results.MULTI_LABEL
+    weights = class_weights_for(run.class_weights, labels, ids, multi)
+    if weights is not None:
+        shown = dict(zip(labels, np.round(weights, 4).tolist(), strict=True))
+        logging.info("Class weights: %s", shown)
+    return weights
 
 
 def classifier_features(run, examples, labels, tokenizer, processor):
@@ -279,7 +237,7 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
     write_problem_file(os.path.join(output_dir, PROBLEM_FILE), problem, processor.has_text_b)
     if problem != own_results.REGRESSION:
         write_labels_file(os.path.join(output_dir, LABELS_FILE), labels)
-    weights = resolve_class_weights(run, processor, train_examples if run.do_train else [], labels)
+    weights = _class_weights(run, processor, train_examples if run.do_train else [], labels)
     how = own_results.parse_decision_threshold(run.decision_threshold)
     # Multi-label decision thresholds: chosen at each dev evaluation, used for prediction.
     chosen = {}
@@ -379,7 +337,7 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
             if index == 0 and problem == own_results.SINGLE_LABEL:
                 counts = predicted_class_counts(outputs["predictions"], outputs["real"], labels)
             if final and index == 0:
-                write_report_files(output_dir, processor, outputs, thresholds)
+                _report_files(output_dir, processor, outputs, thresholds)
                 if multi_labels:
                     write_thresholds_file(
                         os.path.join(output_dir, THRESHOLDS_FILE), labels, thresholds
@@ -411,7 +369,11 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
         if multi_labels:
             thresholds = chosen.get("thresholds")
             if thresholds is None:
-                thresholds = saved_thresholds(run, labels, train_config.init_checkpoint)
+                thresholds = saved_thresholds(
+                    own_results.parse_decision_threshold(run.decision_threshold),
+                    _earlier_runs(run.output_dir, train_config.init_checkpoint),
+                    labels,
+                )
         for index, (board_name, examples) in enumerate(test_sets.items()):
             name = "predict" if index == 0 else f"predict_{board_name}"
             title = f"prediction on {board_name}"

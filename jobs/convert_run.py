@@ -17,11 +17,10 @@ import os
 
 from absl import logging
 
+from data.classification.head import HF_PROBLEM_TYPES, run_head
 from data.glue.processors import canonical_task_name, get_processor
 from data.ner.conll import is_iob_tag
 from data.ner.labels import LABELS_FILE, label_file_text, read_label_file
-from data.own_data.labels import LABELS_FILE as OWN_LABELS_FILE
-from data.own_data.labels import PROBLEM_FILE, read_labels_file, read_problem_file
 from fileio import reading
 from jobs.export_run import export_encoder_weights
 from modeling.formats import conversion, task_heads
@@ -83,12 +82,11 @@ def labels_of_run(run, head, count):
         task_name = run.task_name or (folder and recorded_flags(folder).get("task_name"))
         if task_name and canonical_task_name(task_name):
             return _fitting(_task_labels(task_name), count, f"--task_name={task_name}", head)
-        own = _own_task(run, folder)
+        own = run_head(folder, run.label_file)
         if own is not None:
-            problem, path = own
-            if problem == "regression":
+            if own.problem_type == "regression":
                 return None
-            return _fitting(read_labels_file(path), count, path, head)
+            return _fitting(own.labels, count, f"the labels.txt of {folder}", head)
         missing = "no --task_name, and no flags.txt recording one beside the checkpoint"
     else:
         return None
@@ -102,30 +100,12 @@ def labels_of_run(run, head, count):
     return None
 
 
-def _own_task(run, folder):
-    """(problem type, labels file) of a run_classifier run on the user's own data in `folder`
-    (its problem.json), or None."""
-    path = folder and os.path.join(folder, PROBLEM_FILE)
-    if not path or not reading.is_file(path):
-        return None
-    problem, _ = read_problem_file(path)
-    return problem, run.label_file or os.path.join(folder, OWN_LABELS_FILE)
-
-
-# run_classifier's problem types as Hugging Face's config.json names them.
-HF_PROBLEM_TYPES = {
-    "single_label": "single_label_classification",
-    "multi_label": "multi_label_classification",
-    "regression": "regression",
-}
-
-
 def hf_problem_type(run, head):
     """The HF `problem_type` of a run_classifier head of the user's own task, or None."""
     if head is not task_heads.CLASSIFIER:
         return None
-    own = _own_task(run, _run_folder(run))
-    return HF_PROBLEM_TYPES[own[0]] if own else None
+    own = run_head(_run_folder(run), run.label_file)
+    return HF_PROBLEM_TYPES[own.problem_type] if own else None
 
 
 def _files_for_runners(run, head, count):

@@ -6,16 +6,8 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from data.classification.thresholds import read_thresholds_file
-from data.glue.processors import canonical_task_name, get_processor
+from data.classification.head import classifier_head
 from data.ner.labels import LABELS_FILE, read_label_file
-from data.own_data.labels import LABELS_FILE as OWN_LABELS_FILE
-from data.own_data.labels import (
-    PROBLEM_FILE,
-    THRESHOLDS_FILE,
-    read_labels_file,
-    read_problem_file,
-)
 from data.squad import evaluation
 from data.tokenization.full_tokenizer import load_vocab
 from fileio.atomic import atomic_directory
@@ -101,63 +93,15 @@ def _load(task, variable_map, weights):
         ) from None
 
 
-@dataclasses.dataclass
-class ClassifierHead:
-    """What a fine-tuned classifier's outputs mean (`serving.classifier.ClassifierExport`).
-
-    Attributes:
-        labels: class names in class-id order (`["score"]` for regression).
-        problem_type: "single_label", "multi_label" or "regression".
-        has_text_b: the model takes sentence pairs.
-        thresholds: multi-label: each label's decision threshold; else None.
-    """
-
-    labels: list
-    problem_type: str
-    has_text_b: bool
-    thresholds: list | None = None
-
-
-def classifier_head(run, folder):
-    """The `ClassifierHead` of --task_name (a GLUE task) or of the run in `folder`
-    (run_classifier's `problem.json`, `labels.txt` or --label_file, `thresholds.txt`).
-
-    Raises:
-        ValueError: neither a GLUE --task_name nor a run's problem.json, naming what to pass.
-    """
-    if run.task_name and canonical_task_name(run.task_name):
-        processor = get_processor(run.task_name)
-        problem = "regression" if processor.is_regression else "single_label"
-        return ClassifierHead(list(processor.get_labels()), problem, processor.has_text_b)
-    problem_path = folder and os.path.join(folder, PROBLEM_FILE)
-    if not problem_path or not tf.io.gfile.exists(problem_path):
+def _classifier(run, bert_config, weights):
+    head = classifier_head(run.task_name, weights.folder, run.label_file)
+    if head is None:
         named = f" ({run.task_name} is not a GLUE task)" if run.task_name else ""
         raise ValueError(
             f"--task=classifier needs the task the model was fine-tuned on{named}: pass "
             "--task_name of a GLUE task (e.g. MRPC), or --checkpoint in the output_dir of the "
             "run_classifier.py run, whose problem.json and labels.txt say what it predicts."
         )
-    problem, has_text_b = read_problem_file(problem_path)
-    if problem == "regression":
-        return ClassifierHead(["score"], problem, has_text_b)
-    labels = read_labels_file(run.label_file or os.path.join(folder, OWN_LABELS_FILE))
-    thresholds = None
-    if problem == "multi_label":
-        path = os.path.join(folder, THRESHOLDS_FILE)
-        if tf.io.gfile.exists(path):
-            thresholds = [float(t) for t in read_thresholds_file(path, labels)]
-        else:
-            logging.warning(
-                "No %s beside the checkpoint: the export predicts labels at probability 0.5. "
-                "Run run_classifier.py --do_eval to choose thresholds on the dev set.",
-                path,
-            )
-            thresholds = [0.5] * len(labels)
-    return ClassifierHead(labels, problem, has_text_b, thresholds)
-
-
-def _classifier(run, bert_config, weights):
-    head = classifier_head(run, weights.folder)
     regression = head.problem_type == "regression"
     multi_label = head.problem_type == "multi_label"
     task = ClassifierTask(bert_config, len(head.labels), regression, multi_label=multi_label)

@@ -151,7 +151,7 @@ def lite_settings(run, root):
     """
     settings = {"max_seq_length": run.max_seq_length}
     if run.task == "classifier":
-        # The head the text-in export was built with (jobs.export_run.classifier_head).
+        # The head the text-in export was built with (data.classification.head).
         head = root.head
         settings.update(
             task_name=run.task_name,

@@ -126,3 +126,31 @@ def parse_class_weights(text, labels):
             f"{fix}."
         )
     return weights
+
+
+def class_weights_for(text, labels, label_ids, multi_label):
+    """The loss weights `[C]` of a `--class_weights` value, or None without one.
+
+    Args:
+        text: the flag's value (None, "", "none", "balanced" or one number per label).
+        labels: the class names in class-id order.
+        label_ids: the training examples' class ids `[N]` (multi-hot `[N, C]` for multi-label),
+            what "balanced" is computed from; empty when the run does not train.
+        multi_label: the weights are each label's positive weight.
+
+    Raises:
+        ValueError: a bad value, or "balanced" without training labels, naming the flag.
+    """
+    weights = parse_class_weights(text or "", labels)
+    if weights is None:
+        return None
+    if weights != "balanced":
+        return np.asarray(weights, np.float32)
+    if not len(label_ids):
+        raise UserError(
+            "--class_weights=balanced is computed from the training labels: use it with "
+            "--do_train, or give one number per label."
+        )
+    if multi_label:
+        return np.asarray(balanced_positive_weights(np.asarray(label_ids), labels), np.float32)
+    return np.asarray(balanced_class_weights(np.asarray(label_ids), labels), np.float32)

@@ -14,10 +14,13 @@ atomically; matplotlib loads only when a plot is drawn, on the Agg canvas (no py
 """
 
 import io
+import os
 
 import numpy as np
 
 from data.classification._arrays import class_ids, safe_divide
+from data.classification.multilabel_metrics import multilabel_scores
+from data.classification.thresholds import apply_thresholds
 from fileio.atomic import write_atomically
 
 REPORT_HEADER = ("label", "precision", "recall", "f1", "support")
@@ -238,3 +241,36 @@ def plot_confusion_matrix(path, matrix, labels):
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", bbox_inches="tight")
     write_atomically(path, buffer.getvalue())
+
+
+# A classifier run's report files (run_classifier.py --do_eval).
+REPORT_FILE = "eval_report.tsv"
+CONFUSION_FILE = "confusion_matrix.tsv"
+CONFUSION_PLOT = "confusion_matrix.png"
+
+
+def write_report_files(output_dir, problem_type, label_names, predictions, labels, thresholds=None):
+    """Writes `eval_report.tsv` (per class: precision, recall, F1, support) and, single-label,
+    `confusion_matrix.tsv` and `confusion_matrix.png` into `output_dir`; nothing for regression.
+
+    Args:
+        output_dir: the run's folder.
+        problem_type: "single_label", "multi_label" or "regression".
+        label_names: class names in class-id order.
+        predictions: class probabilities `[N, C]` (multi-label: each label's).
+        labels: true class ids `[N]`, or multi-hot `[N, C]`.
+        thresholds: multi-label: the decision threshold of each label `[C]`.
+    """
+    if problem_type == "regression":
+        return
+    truth = np.asarray(labels).astype(np.int64)
+    if problem_type == "multi_label":
+        chosen = apply_thresholds(predictions, thresholds)
+        rows = multilabel_report(multilabel_scores(chosen, truth, label_names))
+        write_report_tsv(os.path.join(output_dir, REPORT_FILE), rows)
+        return
+    ids = np.argmax(predictions, axis=-1)
+    write_report_tsv(os.path.join(output_dir, REPORT_FILE), class_report(ids, truth, label_names))
+    matrix = confusion_matrix(ids, truth, len(label_names))
+    write_confusion_tsv(os.path.join(output_dir, CONFUSION_FILE), matrix, label_names)
+    plot_confusion_matrix(os.path.join(output_dir, CONFUSION_PLOT), matrix, label_names)

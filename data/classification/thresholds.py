@@ -19,7 +19,10 @@ cut come from one cumulative count: O(M log M) for M cells, not one scoring per 
 shortest decimal that reads back as the same float (Python's repr).
 """
 
+import os
+
 import numpy as np
+from absl import logging
 
 from data.classification._arrays import (
     binary_matrix,
@@ -27,9 +30,13 @@ from data.classification._arrays import (
     safe_divide,
     same_shape,
 )
+from fileio import reading
 from fileio.atomic import write_atomically
 from fileio.errors import UserError
 from fileio.reading import open_for_reading
+
+# A multi-label run's decision thresholds, beside its checkpoints.
+THRESHOLDS_FILE = "thresholds.txt"
 
 
 def apply_thresholds(probabilities, thresholds):
@@ -261,3 +268,22 @@ def read_thresholds_file(path, labels):
             f"{missing}, has no threshold)",
         )
     return thresholds
+
+
+def saved_thresholds(how, folders, labels):
+    """The thresholds `[C]` of a multi-label run that does not evaluate: `how` when it is a
+    number (--decision_threshold), else the first `thresholds.txt` of `folders` (the run's
+    output_dir, its --init_checkpoint's folder), else 0.5 with a warning."""
+    if not isinstance(how, str):
+        return np.full(len(labels), float(how))
+    for folder in folders:
+        path = os.path.join(folder, THRESHOLDS_FILE)
+        if reading.is_file(path):
+            logging.info("Decision thresholds from %s", path)
+            return read_thresholds_file(path, labels)
+    logging.warning(
+        "No %s in --output_dir or beside --init_checkpoint: labels are predicted at "
+        "probability 0.5. Run --do_eval to choose thresholds on the dev set.",
+        THRESHOLDS_FILE,
+    )
+    return np.full(len(labels), 0.5)

@@ -15,8 +15,6 @@ from fileio.atomic import write_atomically
 
 LABELS_FILE = "labels.txt"
 PROBLEM_FILE = "problem.json"
-# A multi-label run's decision thresholds (data.classification.thresholds writes and reads it).
-THRESHOLDS_FILE = "thresholds.txt"
 
 
 def _as_number(label):
