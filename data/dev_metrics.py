@@ -12,7 +12,8 @@ keeps the best checkpoint by it) and by run_sweep.py (which ranks trials by it):
 | run_squad | SQuAD 1.1 and 2.0 | `f1` (the official script's F1) | 0 .. 100 |
 | run_ner | CoNLL-format NER | `eval_f1` (conlleval's entity F1) | 0 .. 1 |
 
-Every metric here is better when higher. The runners log each dev evaluation in
+Every metric here is better when higher; `metric_range` gives its Scale by key (run_sweep.py's
+plots keep their bands inside it). The runners log each dev evaluation in
 `eval_history.jsonl` (`read_eval_history` reads it). TensorFlow-free.
 """
 
@@ -25,6 +26,14 @@ from fileio import reading
 RUNNERS = ("classifier", "squad", "ner")
 
 _GLUE = {"cola": "eval_mcc", "mrpc": "eval_f1", "qqp": "eval_f1", "stsb": "eval_spearman"}
+# The values each official metric can take (the table's Scale column), by key.
+_RANGES = {
+    "eval_mcc": (-1.0, 1.0),
+    "eval_spearman": (-1.0, 1.0),
+    "eval_f1": (0.0, 1.0),
+    "eval_accuracy": (0.0, 1.0),
+    "f1": (0.0, 100.0),
+}
 
 
 def official_metric(runner, task_name=None):
@@ -47,6 +56,12 @@ def official_metric(runner, task_name=None):
     if key is None:
         raise ValueError(f"No dev metric for unknown task {task_name!r}.")
     return _GLUE.get(key, "eval_accuracy")
+
+
+def metric_range(metric):
+    """(lowest, highest) value of the official metric `metric` (an `official_metric` key), or
+    None for a key that is not one."""
+    return _RANGES.get(metric)
 
 
 # A run's dev evaluations, one JSON object a line, appended after each (`read_eval_history`).
