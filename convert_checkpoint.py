@@ -27,7 +27,7 @@ from absl import flags, logging
 from fileio.errors import run_command
 from modeling.formats import INPUT_FORMATS, OUTPUT_FORMATS
 from training.flags import quiet_tensorflow_logs
-from training.settings import log_at_info
+from training.settings import log_at_info, take_settings_of_run
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()
@@ -48,7 +48,10 @@ flags.DEFINE_string(
 flags.DEFINE_string("output_dir", None, "Directory to create for the converted files.")
 flags.DEFINE_enum("output_format", "keras", list(OUTPUT_FORMATS), "Format of the output.")
 flags.DEFINE_bool(
-    "do_lower_case", True, "Tokenizer setting recorded in tfhub and keras_hub outputs."
+    "do_lower_case",
+    True,
+    "The model's casing, recorded in hf (tokenizer_config.json), tfhub and keras_hub outputs "
+    "(default for a fine-tuning run's checkpoint: the run's, as its flags.txt records it).",
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing --output_dir.")
 flags.DEFINE_string(
@@ -67,6 +70,9 @@ flags.DEFINE_string(
 
 def main(_):
     log_at_info(FLAGS)
+    if FLAGS.input_format == "tf1":
+        # A cased run converted without the flag would otherwise be written as uncased.
+        take_settings_of_run(FLAGS, FLAGS.input_checkpoint, ["do_lower_case"])
     # TensorFlow loads here, once the command line is known to work.
     from jobs.convert_run import ConvertRun, convert
 

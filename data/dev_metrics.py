@@ -15,7 +15,8 @@ keeps the best checkpoint by it) and by run_sweep.py (which ranks trials by it):
 | run_squad | SQuAD 1.1 and 2.0 | `f1` (the official script's F1) | 0 .. 100 |
 | run_ner | CoNLL-format NER | `eval_f1` (conlleval's entity F1) | 0 .. 1 |
 
-Every metric here is better when higher. The runners log each dev evaluation in
+Every metric here is better when higher; `metric_range` gives its Scale by key (run_sweep.py's
+plots keep their bands inside it). The runners log each dev evaluation in
 `eval_history.jsonl` (`read_eval_history` reads it). TensorFlow-free.
 """
 
@@ -33,6 +34,15 @@ _OWN = {
     "single_label": "eval_accuracy",
     "multi_label": "eval_micro_f1",
     "regression": "eval_spearman",
+}
+# The values each official metric can take (the table's Scale column), by key.
+_RANGES = {
+    "eval_mcc": (-1.0, 1.0),
+    "eval_spearman": (-1.0, 1.0),
+    "eval_f1": (0.0, 1.0),
+    "eval_accuracy": (0.0, 1.0),
+    "eval_micro_f1": (0.0, 1.0),
+    "f1": (0.0, 100.0),
 }
 
 
@@ -61,6 +71,12 @@ def official_metric(runner, task_name=None, problem_type=None):
     if key is None:
         raise ValueError(f"No dev metric for unknown task {task_name!r}.")
     return _GLUE.get(key, "eval_accuracy")
+
+
+def metric_range(metric):
+    """(lowest, highest) value of the official metric `metric` (an `official_metric` key), or
+    None for a key that is not one."""
+    return _RANGES.get(metric)
 
 
 # A run's dev evaluations, one JSON object a line, appended after each (`read_eval_history`).

@@ -275,14 +275,27 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
             written[name] = write(examples, name)
         path, owners = written[name]
         padding = sum(isinstance(e, PaddingInputExample) for e in examples)
-        # The fixed-shape path fills the last batch, as the original does on a TPU.
+        # The fixed-shape path fills the last batch, as the original does on a TPU: with
+        # windows, the last batch of windows, so the filling is counted with them.
         filling = -len(owners) % batch_size if trainer.plan.whole_inference_batches else 0
-        fine_tuning.log_inference_set(title, len(examples) + filling, padding + filling, batch_size)
-        if len(owners) != len(examples):
-            logging.info("  Num windows = %d", len(owners))
+        windowed = len(owners) != len(examples)
+        examples_filling = 0 if windowed else filling
+        fine_tuning.log_inference_set(
+            title, len(examples) + examples_filling, padding + examples_filling, batch_size
+        )
+        if windowed:
+            logging.info(
+                "  Num windows = %d (%d actual, %d padding)",
+                len(owners) + filling,
+                len(owners),
+                filling,
+            )
+        counting = fine_tuning.progress_counting(len(owners), len(examples))
         with fine_tuning.reading_own_records(path):
             outputs = trainer.predict(
-                lambda batching: dataset(path, batch_size, False, 0, batching), len(owners)
+                lambda batching: dataset(path, batch_size, False, 0, batching),
+                len(owners),
+                **counting,
             )
         if len(owners) == len(examples):
             return outputs

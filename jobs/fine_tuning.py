@@ -45,6 +45,19 @@ def reading_own_records(path):
     )
 
 
+def progress_counting(num_rows, num_items, item="examples"):
+    """How a prediction pass's progress lines count its `num_rows` model rows, made from
+    `num_items` items (examples, or NER's sentences): `Trainer.predict`'s `unit` and `of`.
+
+    Each item gives one row or more, so equal counts mean one row per item and the lines count
+    the items; otherwise the rows are windows, and the lines say so rather than call a window
+    an example: "predict: 36/36 windows of 12 examples".
+    """
+    if num_rows == num_items:
+        return {"unit": item, "of": None}
+    return {"unit": "windows", "of": f"{num_items} {item}"}
+
+
 def log_inference_set(title, num_examples, num_padding, batch_size):
     """The original's header of an evaluation or prediction pass."""
     logging.info("***** Running %s *****", title)

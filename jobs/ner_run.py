@@ -125,18 +125,22 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
 
     written = {}
 
-    def predict(windows, name, batch_size):
+    def predict(windows, name, batch_size, conll_file):
         # The dev set evaluated every --eval_every_steps steps is written once.
         if name not in written:
             written[name] = fine_tuning.write_records(output_dir, name, write_ner_tfrecord, windows)
         path = written[name]
         logging.info("  Batch size = %d", batch_size)
+        counting = fine_tuning.progress_counting(
+            len(windows), len(conll_file.sentences), "sentences"
+        )
         with fine_tuning.reading_own_records(path):
             outputs = trainer.predict(
                 lambda batching: ner_dataset(
                     path, run.max_seq_length, batch_size, False, batching=batching
                 ),
                 len(windows),
+                **counting,
             )
         return outputs, word_predictions(windows, outputs["predictions"], labels)
 
@@ -152,7 +156,7 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
         # Made once, when first needed: after training unless evaluated during it.
         if not dev_windows:
             dev_windows.extend(windows_of(dev, "Running evaluation", True))
-        outputs, word_tags = predict(dev_windows, "eval", run.eval_batch_size)
+        outputs, word_tags = predict(dev_windows, "eval", run.eval_batch_size, dev)
         if final:
             write_predictions(os.path.join(output_dir, "eval_predictions.txt"), dev, word_tags)
         counts = collections.Counter(word_tags.values())
@@ -187,7 +191,7 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
 
     if run.do_predict:
         windows = windows_of(test, "Running prediction", False)
-        outputs, word_tags = predict(windows, "predict", run.predict_batch_size)
+        outputs, word_tags = predict(windows, "predict", run.predict_batch_size, test)
         write_predictions(os.path.join(output_dir, "test_predictions.txt"), test, word_tags)
         if test.has_tags:
             # No loss: the test windows carry no labels.

@@ -191,6 +191,7 @@ def _predict(run, trainer, examples, features, path):
                 path, run.max_seq_length, run.predict_batch_size, False, batching=batching
             ),
             len(features),
+            **fine_tuning.progress_counting(len(features), len(examples)),
         )
     if len(outputs["unique_ids"]) != len(features):
         raise RuntimeError(f"{len(outputs['unique_ids'])} results for {len(features)} features")

@@ -342,21 +342,23 @@ class Trainer:
         results["global_step"] = self.step
         return results
 
-    def predict(self, dataset_fn, num_examples=None):
+    def predict(self, dataset_fn, num_examples=None, unit="examples", of=None):
         """Runs the model over a finite dataset; returns the task's `prediction_outputs`.
 
         Args:
             dataset_fn: `batching -> tf.data.Dataset`: the task's finite reader of feature
                 dicts for one input pipeline (the last batch may be short, or padded when
                 `pad_to_whole_batches`; padding examples are dropped from the outputs).
-            num_examples: how many the pass will see, for the progress lines' ETA (None:
-                the lines count without one).
+            num_examples: how many rows the pass will see, for the progress lines' ETA
+                (None: the lines count without one).
+            unit, of: what the progress lines call the rows and what they are parts of
+                (`summaries.InferenceProgress`; `jobs.fine_tuning.progress_counting`).
 
         Returns:
             dict name -> np.ndarray, concatenated over all examples, in order.
         """
         batches = inference_batches(self.strategy, dataset_fn, self.plan.prediction())
-        progress = summaries.InferenceProgress("predict", num_examples)
+        progress = summaries.InferenceProgress("predict", num_examples, unit=unit, of=of)
         return inference.collect(inference.predictions(self._predict_step, batches, progress))
 
     def export_original(self, output_dir, config_json):

@@ -48,44 +48,41 @@ class InferenceProgress:
     Args:
         title: e.g. "predict" or "eval".
         total: examples (or batches, with `unit`) the pass will see; None if unknown.
-        unit: what is counted.
+        unit: what is counted: the model's rows, so "windows" where an example has several.
         every_s: seconds between lines.
+        of: what the counted rows are parts of, e.g. "12 examples" for a classifier's windows
+            ("predict: 36/36 windows of 12 examples"); None when each row is a whole item.
     """
 
-    def __init__(self, title, total=None, unit="examples", every_s=30.0):
+    def __init__(self, title, total=None, unit="examples", every_s=30.0, of=None):
         self.title, self.total, self.unit, self.every_s = title, total, unit, every_s
+        self.of = of
         self.done = 0
         self.start = self.last = time.monotonic()
 
-    def _line(self, now):
+    def line(self, now=None):
+        """The progress line as of `now` (`time.monotonic()`; default: the present)."""
+        now = time.monotonic() if now is None else now
         rate = self.done / max(now - self.start, 1e-9)
-        of_total = f"/{self.total}" if self.total else ""
+        counted = f"{self.done}/{self.total}" if self.total else f"{self.done}"
         eta = ""
         if self.total and rate:
             remaining = max(self.total - self.done, 0) / rate
             eta = f" ETA {datetime.timedelta(seconds=int(remaining))}"
-        logging.info(
-            "%s: %d%s %s, %.1f %s/s%s",
-            self.title,
-            self.done,
-            of_total,
-            self.unit,
-            rate,
-            self.unit,
-            eta,
-        )
+        of = f" of {self.of}" if self.of else ""
+        return f"{self.title}: {counted} {self.unit}{of}, {rate:.1f} {self.unit}/s{eta}"
 
     def update(self, count):
         """Counts `count` more items; logs a line when `every_s` has passed since the last."""
         self.done += int(count)
         now = time.monotonic()
         if now - self.last >= self.every_s:
-            self._line(now)
+            logging.info("%s", self.line(now))
             self.last = now
 
     def finish(self):
         """The closing line: how many items, at what rate."""
-        self._line(time.monotonic())
+        logging.info("%s", self.line())
 
 
 class SummaryWriter:

@@ -7,7 +7,8 @@ arrays (the encoder and, when present, the `cls/*` pretraining heads) and the pa
 * `tf1`: Google's layout, `bert_model.ckpt.{index,data-*}` + `bert_config.json` (+ `vocab.txt`).
 * `keras`: this project's Keras 3 weights, `bert_config.json` plus `bert_model.weights.h5` (a
   `BertModel`) or `bert_pretrainer.weights.h5` (a `BertPretrainer`, when the heads exist).
-* `hf`: a Hugging Face BERT folder (`config.json` + `model.safetensors` + `vocab.txt`).
+* `hf`: a Hugging Face BERT folder (`config.json` + `model.safetensors` + `vocab.txt` and its
+  tokenizer's settings, `tokenizer_config.json` and `special_tokens_map.json`).
 * `tf2`: Model Garden's object-based encoder or pretrainer checkpoint (read only).
 * `tfhub`: a TF Hub BERT encoder SavedModel, from Model Garden's exporter or this project's
   `export_model.py --task=encoder` (written by `jobs.export_run`, not here).
@@ -334,7 +335,7 @@ def write_weights(
         config: `BertConfig`.
         arrays: dict original name -> np.ndarray, checked by `validate`.
         vocab: vocab.txt to copy beside the weights, or None.
-        do_lower_case: the tokenizer setting keras-hub presets record.
+        do_lower_case: the tokenizer setting keras-hub presets and hf folders record.
         overwrite: replace an existing `output_dir`.
         labels: a task head's label per class id, for hf's `id2label` (None: `LABEL_i`).
         problem_type: hf: a classifier head's `problem_type` (None: regression for one output).
@@ -389,7 +390,15 @@ def write_weights(
             written.append(os.path.join(temp, "bert_config.json"))
         if vocab and output_format != "keras_hub":
             written.append(_copy_vocab(vocab, temp))
-        for name, text in (extra_files or {}).items():
+        extra_files = dict(extra_files or {})
+        if vocab and output_format == "hf":
+            max_length = config.max_position_embeddings
+            extra_files.update(hf_export.tokenizer_files(do_lower_case, max_length))
+        elif output_format == "hf":
+            logging.warning(
+                "No vocab.txt came with the input: the Hugging Face folder has no tokenizer."
+            )
+        for name, text in extra_files.items():
             written.append(os.path.join(temp, name))
             write_atomically(written[-1], text.encode("utf-8"))
     return [os.path.join(output_dir, os.path.relpath(p, temp)) for p in written]

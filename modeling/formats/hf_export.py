@@ -1,4 +1,5 @@
-"""The original layout -> a Hugging Face BERT folder (`config.json` + `model.safetensors`).
+"""The original layout -> a Hugging Face BERT folder (`config.json` + `model.safetensors`, and
+with a vocab.txt the tokenizer's `tokenizer_config.json` and `special_tokens_map.json`).
 
 The inverse of `modeling.formats.hf_import`: `transformers` loads the folder as `BertModel` (encoder
 only), `BertForPreTraining` (both pretraining heads) or the class of a fine-tuned task head
@@ -27,6 +28,14 @@ _ACTIVATIONS = {
 _TRANSPOSED = ("/kernel",)
 # Safetensors pads the JSON header with spaces so the data starts 8-byte aligned.
 _ALIGN = 8
+# The special tokens of Google's vocabularies, by their role in transformers' BertTokenizer.
+SPECIAL_TOKENS = {
+    "unk_token": "[UNK]",
+    "sep_token": "[SEP]",
+    "pad_token": "[PAD]",
+    "cls_token": "[CLS]",
+    "mask_token": "[MASK]",
+}
 
 
 def _has_heads(arrays):
@@ -184,4 +193,36 @@ def hf_config(config, arrays, labels=None, problem_type=None):
         "layer_norm_eps": 1e-12,
         "pad_token_id": 0,
         "position_embedding_type": "absolute",
+    }
+
+
+def _json_text(value):
+    return json.dumps(value, indent=2, sort_keys=True) + "\n"
+
+
+def tokenizer_files(do_lower_case, max_length):
+    """The tokenizer files of an HF folder that holds a vocab.txt: {file name: text}.
+
+    Without `tokenizer_config.json`, transformers' BertTokenizer lower-cases by default, so a
+    cased model's text would be lower-cased silently. The settings written make its
+    tokenizers (slow and fast) give the ids of `FullTokenizer(vocab, do_lower_case)`.
+
+    Args:
+        do_lower_case: the model's casing (the original lower-cases and strips accents
+            together, one setting).
+        max_length: the longest input the model takes (`max_position_embeddings`).
+    """
+    settings = {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": do_lower_case,
+        # Stated, not left to transformers' default (which follows do_lower_case too), so the
+        # file reads as the original's rule.
+        "strip_accents": do_lower_case,
+        "tokenize_chinese_chars": True,
+        "model_max_length": max_length,
+        **SPECIAL_TOKENS,
+    }
+    return {
+        "tokenizer_config.json": _json_text(settings),
+        "special_tokens_map.json": _json_text(SPECIAL_TOKENS),
     }

@@ -1,9 +1,10 @@
-"""The official dev metric of each task names a key its runner writes in eval_results.txt."""
+"""The official dev metric of each task names a key its runner writes in eval_results.txt, and
+its range is the one the metric's own code reaches with right and wrong predictions."""
 
 import numpy as np
 import pytest
 
-from data.dev_metrics import official_metric
+from data.dev_metrics import metric_range, official_metric
 from data.glue.metrics import glue_metrics
 from data.glue.processors import PROCESSORS
 from data.ner.metrics import entity_scores
@@ -36,3 +37,32 @@ def test_unknown_runner_or_task():
         official_metric("pretraining")
     with pytest.raises(ValueError, match="'nope'"):
         official_metric("classifier", "nope")
+
+
+@pytest.mark.parametrize("task", sorted(PROCESSORS))
+def test_classifier_metric_range_is_what_right_and_wrong_predictions_score(task):
+    low, high = metric_range(official_metric("classifier", task))
+    if task == "stsb":
+        labels = np.array([0.0, 1.0, 2.5, 5.0], np.float32)
+        wrong = labels[::-1].copy()  # the order reversed: a Spearman correlation of -1
+    else:
+        labels = np.array([0, 1, 1, 0])
+        wrong = 1 - labels  # every prediction wrong: an MCC of -1, an accuracy and F1 of 0
+    key = official_metric("classifier", task)
+    assert glue_metrics(task, labels, labels)[key] == pytest.approx(high)
+    assert glue_metrics(task, wrong, labels)[key] == pytest.approx(low)
+
+
+def test_squad_and_ner_metric_ranges_are_what_right_and_wrong_predictions_score():
+    dataset = [
+        {"paragraphs": [{"context": "a b", "qas": [{"id": "q", "answers": [{"text": "b"}]}]}]}
+    ]
+    low, high = metric_range(official_metric("squad"))
+    assert (low, high) == (0.0, 100.0)  # the official script's percent
+    assert evaluate_v1(dataset, {"q": "b"})["f1"] == high
+    assert evaluate_v1(dataset, {"q": "a"})["f1"] == low
+    low, high = metric_range(official_metric("ner"))
+    key = official_metric("ner").removeprefix("eval_")
+    assert entity_scores([["B-PER", "O"]], [["B-PER", "O"]])[key] == high
+    assert entity_scores([["B-PER", "O"]], [["O", "B-LOC"]])[key] == low
+    assert metric_range("eval_loss") is None  # not an official metric: no range

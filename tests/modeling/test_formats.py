@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from data.tokenization.full_tokenizer import FullTokenizer
 from jobs.export_run import export_encoder_weights
 from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
@@ -246,6 +247,60 @@ def test_hf_out_gives_the_original_outputs_in_transformers(original, tmp_path):
     )
 
 
+# Words whose ids differ with the casing: capitals, an accent the uncased model strips, a CJK
+# character split off and a word WordPiece cuts.
+_CASED_WORDS = ["The", "the", "Café", "cafe", "café", "Running", "run", "##ning", "##s", "中", "."]
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_hf_out_tokenizer_gives_full_tokenizer_ids_in_transformers(
+    original, tmp_path, do_lower_case
+):
+    """transformers' tokenizers (fast, as AutoTokenizer picks, and slow) loaded from the folder
+    give FullTokenizer's ids with the model's casing: without tokenizer_config.json transformers
+    lower-cases, a cased model's text silently."""
+    import transformers
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words = specials + _CASED_WORDS
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(words + [f"tok{i}" for i in range(99 - len(words))]) + "\n")
+    out = tmp_path / "hf"
+    conversion.write_weights(
+        str(out),
+        "hf",
+        original["config"],
+        original["arrays"],
+        str(vocab),
+        do_lower_case=do_lower_case,
+    )
+    assert sorted(os.listdir(out)) == [
+        "config.json",
+        "model.safetensors",
+        "special_tokens_map.json",
+        "tokenizer_config.json",
+        "vocab.txt",
+    ]
+    ours = FullTokenizer(str(vocab), do_lower_case=do_lower_case)
+    first, second = "The Café, Runnings 中文!", "the café runs."
+
+    def ids(text):
+        return ours.convert_tokens_to_ids(ours.tokenize(text))
+
+    cls_id, sep_id = ours.vocab["[CLS]"], ours.vocab["[SEP]"]
+    expected = [cls_id, *ids(first), sep_id, *ids(second), sep_id]
+    fast = transformers.AutoTokenizer.from_pretrained(str(out))
+    slow = transformers.BertTokenizer.from_pretrained(str(out))
+    assert isinstance(fast, transformers.BertTokenizerFast)
+    for theirs in (fast, slow):
+        assert theirs(first, second)["input_ids"] == expected, type(theirs).__name__
+        assert theirs.model_max_length == original["config"].max_position_embeddings
+        assert len(theirs) == 99  # every special token is a vocab.txt token, none added
+    # The casing shows in the ids: "The" and "Café" are tokens of the cased model only.
+    assert (ours.vocab["The"] in expected) is not do_lower_case
+    assert (ours.vocab["Café"] in expected) is not do_lower_case
+
+
 def test_minilm_hf_tf1_hf_is_bit_identical(tmp_path):
     source = str(minilm_dir())
     config, arrays, vocab = conversion.read_weights(source, "hf")
@@ -352,7 +407,13 @@ def test_command_line_tf2_to_tf1_and_an_existing_output_dir(original, model_gard
     conversion.write_weights(
         str(out), "hf", original["config"], original["arrays"], original["vocab"], overwrite=True
     )
-    assert sorted(os.listdir(out)) == ["config.json", "model.safetensors", "vocab.txt"]
+    assert sorted(os.listdir(out)) == [
+        "config.json",
+        "model.safetensors",
+        "special_tokens_map.json",
+        "tokenizer_config.json",
+        "vocab.txt",
+    ]
     assert sorted(os.listdir(tmp_path)) == ["tf1"]
 
 

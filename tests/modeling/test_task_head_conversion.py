@@ -5,6 +5,7 @@ back, proven with transformers' own TensorFlow classes (tests.oracles.transforme
 
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -14,7 +15,8 @@ from jobs.convert_run import ConvertRun, convert
 from modeling import tf1_checkpoint
 from modeling.formats import task_heads
 from modeling.task_models import BertClassifier, BertSpanModel, BertTokenClassifier
-from tests.helpers.scripts import run_in_repo
+from tests.helpers.paths import REPO
+from tests.helpers.scripts import PEER_ENV, run_in_repo
 from tests.helpers.tiny_config import tiny_config, write_tiny_config
 from tests.oracles import run_oracle
 
@@ -68,7 +70,9 @@ def fine_tuned(request, tmp_path_factory):
     run = root / "run"
     run.mkdir()
     write_tiny_config(root / "bert_config.json")
-    (root / "vocab.txt").write_text("".join(f"tok{i}\n" for i in range(99)))
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words = specials + [f"tok{i}" for i in range(99 - len(specials))]
+    (root / "vocab.txt").write_text("".join(f"{word}\n" for word in words))
     model, names = _model(kind, tiny_config())
     arrays = tf1_checkpoint.variables_to_arrays(names)
     slots = {f"{n}/adam_m": np.zeros_like(v) for n, v in arrays.items()}
@@ -80,7 +84,8 @@ def fine_tuned(request, tmp_path_factory):
         f"--vocab_file={root / 'vocab.txt'}",
     ]
     if kind == "classifier":
-        flags.append("--task_name=MNLI")
+        # A cased run: the converted folder's tokenizer must keep the case.
+        flags += ["--task_name=MNLI", "--nodo_lower_case"]
     if kind == "ner":
         (run / "labels.txt").write_text("".join(f"{tag}\n" for tag in _NER_LABELS))
     (run / "flags.txt").write_text("\n".join(flags) + "\n")
@@ -119,7 +124,16 @@ def test_a_fine_tuned_run_gives_its_logits_and_labels_in_transformers(fine_tuned
         ]
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert sorted(os.listdir(hf_dir)) == ["config.json", "model.safetensors", "vocab.txt"]
+    assert sorted(os.listdir(hf_dir)) == [
+        "config.json",
+        "model.safetensors",
+        "special_tokens_map.json",
+        "tokenizer_config.json",
+        "vocab.txt",
+    ]
+    # The casing the run recorded, without --do_lower_case on the command line.
+    tokenizer_settings = json.loads((hf_dir / "tokenizer_config.json").read_text())
+    assert tokenizer_settings["do_lower_case"] is (fine_tuned["kind"] != "classifier")
     hf = _transformers(hf_dir, fine_tuned)
     assert list(hf["missing"]) == [] and list(hf["unexpected"]) == []
     for name, ours in fine_tuned["logits"].items():
@@ -178,6 +192,34 @@ def test_encoder_formats_leave_the_head_out_with_a_warning(fine_tuned, tmp_path,
     with pytest.raises(ValueError, match="names 3 classes .* the checkpoint's ner head has 5"):
         convert(run)
     assert not (tmp_path / "h").exists()
+
+
+def _documented_load():
+    """The Python block of docs/checkpoints.md that loads a converted classifier."""
+    with open(os.path.join(REPO, "docs", "checkpoints.md"), encoding="utf-8") as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), flags=re.S)
+    (block,) = [b for b in blocks if "TFAutoModelForSequenceClassification" in b]
+    return block
+
+
+@pytest.mark.parametrize("fine_tuned", ["classifier"], indirect=True)
+def test_the_documented_load_of_a_converted_classifier_runs(fine_tuned, tmp_path):
+    """docs/checkpoints.md's Python, as written, on the folder of its command: transformers'
+    TensorFlow classes read the safetensors file without PyTorch, which is never imported."""
+    hf_dir = tmp_path / "mrpc_hf"
+    convert(ConvertRun(str(fine_tuned["run"]), str(hf_dir), output_format="hf"))
+    code = _documented_load()
+    assert '"/tmp/mrpc_hf"' in code
+    code = code.replace("/tmp/mrpc_hf", str(hf_dir))
+    # transformers imports PyTorch wherever it is installed unless USE_TORCH says no: so that
+    # the test means "works without PyTorch" in any environment, it is switched off, and
+    # asserted never imported.
+    code += "\nimport sys\nassert 'torch' not in sys.modules, 'PyTorch was imported'\n"
+    # transformers is no requirement of the project: the code runs with the test libraries
+    # (and transformers' import probes for pandas, which user_install's finder refuses).
+    result = run_in_repo([sys.executable, "-c", code], env={**PEER_ENV, "USE_TORCH": "0"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[-1] in _MNLI_LABELS, result.stdout
 
 
 def test_heads_that_cannot_be_told_apart_or_do_not_fit_are_listed():

@@ -4,6 +4,7 @@
 import csv
 import os
 import re
+import shutil
 import sys
 
 import numpy as np
@@ -35,6 +36,21 @@ def _lengthen(directory, times):
         path.write_text("".join("\t".join(row) + "\n" for row in rows))
 
 
+def _windows_command(root, out):
+    """run_classifier.py on the long SST-2 files of `root`, in windows, into `out`."""
+    return [
+        sys.executable,
+        os.path.join(REPO, "run_classifier.py"),
+        "--task_name=SST-2",
+        f"--data_dir={root / 'data'}",
+        f"--vocab_file={VOCAB}",
+        f"--bert_config_file={root / 'bert_config.json'}",
+        f"--max_seq_length={LENGTH}",
+        "--long_inputs=windows",
+        f"--output_dir={out}",
+    ]
+
+
 @pytest.fixture(scope="module")
 def windows_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("long_inputs")
@@ -44,14 +60,7 @@ def windows_run(tmp_path_factory):
     out = root / "out"
     result = run_in_repo(
         [
-            sys.executable,
-            os.path.join(REPO, "run_classifier.py"),
-            "--task_name=SST-2",
-            f"--data_dir={root / 'data'}",
-            f"--vocab_file={VOCAB}",
-            f"--bert_config_file={root / 'bert_config.json'}",
-            f"--max_seq_length={LENGTH}",
-            "--long_inputs=windows",
+            *_windows_command(root, out),
             "--do_train",
             "--do_eval",
             "--do_predict",
@@ -59,7 +68,6 @@ def windows_run(tmp_path_factory):
             "--num_train_epochs=2",
             "--eval_every_steps=40",
             "--learning_rate=1e-3",
-            f"--output_dir={out}",
         ],
         timeout=600,
     )
@@ -129,6 +137,47 @@ def test_metrics_are_per_example(windows_run):
     loss = -np.log(mean[np.arange(len(labels)), labels]).mean()
     assert float(results["eval_loss"]) == pytest.approx(loss, abs=1e-5)
     assert "Num windows = " in windows_run["stderr"]
+
+
+def test_progress_lines_count_windows_as_windows(windows_run):
+    """Each pass over the dev set (10 examples) and the test set (6) counts its windows, as
+    many as its header's "Num windows", and names the examples they are windows of."""
+    stderr = windows_run["stderr"]
+    windows = {int(n) for n in re.findall(r"Num windows = (\d+) \(", stderr)}
+    lines = re.findall(r"predict: (\d+)/(\d+) (.+?), ", stderr)
+    assert {what for _, _, what in lines} == {"windows of 10 examples", "windows of 6 examples"}
+    assert {int(total) for _, total, _ in lines} == windows
+    assert min(windows) > 10  # several windows per example: windows and examples differ
+
+
+def test_whole_batches_fill_the_last_batch_of_windows(windows_run, tmp_path):
+    """--pad_to_whole_batches (the fixed shape of TPUs and multi-worker runs) fills the last
+    batch of windows: the header counts that filling with the windows, not the examples, and
+    the evaluation is the variable-shape one's."""
+    out = tmp_path / "out"
+    shutil.copytree(windows_run["out"], out)
+    (out / "eval_results.txt").unlink()  # so the one compared below is this run's
+    # The dev set's windows (its header comes first); a batch of one fewer leaves a last batch
+    # of one window and the rest filling.
+    windows = int(re.search(r"Num windows = (\d+) \(", windows_run["stderr"]).group(1))
+    result = run_in_repo(
+        [
+            *_windows_command(windows_run["root"], out),
+            "--do_eval",
+            "--pad_to_whole_batches",
+            f"--eval_batch_size={windows - 1}",
+        ],
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Num examples = 10 (10 actual, 0 padding)" in result.stderr
+    filling = windows - 2
+    expected = f"Num windows = {windows + filling} ({windows} actual, {filling} padding)"
+    assert expected in result.stderr
+    assert f"predict: {windows}/{windows} windows of 10 examples, " in result.stderr
+    padded, variable = read_eval_results(out), read_eval_results(windows_run["out"])
+    assert padded["eval_accuracy"] == variable["eval_accuracy"]
+    assert padded["eval_loss"] == pytest.approx(variable["eval_loss"], abs=1e-5)
 
 
 def test_dev_evaluations_are_per_example(windows_run):

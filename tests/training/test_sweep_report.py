@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from data import dev_metrics
 from training.sweep import plots, report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -277,6 +278,49 @@ def test_the_plots_are_png_images(tmp_path):
         height, width = pixels.shape[:2]
         assert 300 <= height <= 1500 and 500 <= width <= 3000 and pixels.shape[2] in (3, 4)
         assert len(np.unique(pixels.reshape(-1, pixels.shape[2]), axis=0)) > 10  # drawn on
+
+
+@pytest.mark.parametrize(
+    "metric,scores",
+    [
+        ("eval_accuracy", [0.0, 0.0, 0.01, 1.0]),
+        ("eval_mcc", [-1.0, -1.0, -0.98, 1.0]),
+        ("f1", [0.0, 0.0, 1.0, 100.0]),
+    ],
+)
+def test_the_drawn_spread_band_stays_inside_the_metric_range(tmp_path, metric, scores):
+    """A few trials far apart near both ends of the range: mean ± std would leave it at both
+    ends (asserted), and the band drawn is cut at them."""
+    from matplotlib.collections import PolyCollection
+
+    trials = [
+        {"settings": {"learning_rate": lr}, "restart": r, "status": "complete", "dev_metric": s}
+        for lr in (2e-05, 3e-05)
+        for r, s in enumerate(scores)
+    ]
+    curves, spread = report.expected_max_curves(trials), report.expected_max_spread(trials)
+    low, high = dev_metrics.metric_range(metric)
+    for label, points in curves.items():
+        means = [p[1] for p in points]
+        assert min(m - s for m, s in zip(means, spread[label], strict=True)) < low
+        assert max(m + s for m, s in zip(means, spread[label], strict=True)) > high
+    figure = plots.plot_expected_max(str(tmp_path / "expected_max.png"), curves, metric, spread)
+    bands = [c for c in figure.axes[0].collections if isinstance(c, PolyCollection)]
+    assert len(bands) == len(curves) == 3  # the two settings and the whole sweep
+    for band in bands:
+        ys = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
+        assert ys.min() == low and ys.max() == high
+    # The lines are the expected maxima themselves, untouched.
+    lines = figure.axes[0].get_lines()
+    for line, points in zip(lines, curves.values(), strict=True):
+        assert list(line.get_ydata()) == [p[1] for p in points]
+
+
+def test_a_metric_without_a_known_range_gets_the_whole_band():
+    lower, upper = plots.spread_band([0.9, 0.95], [0.2, 0.1], "eval_loss")
+    assert lower == pytest.approx([0.7, 0.85]) and upper == pytest.approx([1.1, 1.05])
+    lower, upper = plots.spread_band([0.9, 0.95], [0.2, 0.1], "eval_accuracy")
+    assert lower == pytest.approx([0.7, 0.85]) and upper == [1.0, 1.0]
 
 
 def test_the_report_loads_without_tensorflow_or_matplotlib():

@@ -8,6 +8,7 @@ written atomically from memory.
 
 import io
 
+from data.dev_metrics import metric_range
 from fileio.atomic import write_atomically
 from training.sweep.report import ALL_SETTINGS, by_setting, dev_score
 
@@ -33,18 +34,42 @@ def _nothing_to_draw(axes, text):
     axes.set_yticks([])
 
 
+def spread_band(means, stds, metric):
+    """The ± one standard deviation band around `means`, inside the values `metric` can take.
+
+    The maximum's distribution is skewed near a bound (an accuracy of 0.99 with a std of 0.02
+    cannot reach 1.01), so the symmetric band is cut at the metric's range rather than drawn
+    past it.
+
+    Args:
+        means: the expected maxima, one per n.
+        stds: their standard deviations, as many.
+        metric: the dev metric's key (`data.dev_metrics.metric_range`; another key is not cut).
+
+    Returns:
+        (lower, upper): lists as long as `means`.
+    """
+    low, high = metric_range(metric) or (float("-inf"), float("inf"))
+    pairs = list(zip(means, stds, strict=True))
+    return [max(low, m - s) for m, s in pairs], [min(high, m + s) for m, s in pairs]
+
+
 def plot_expected_max(path, curves, metric, spread=None):
     """Draws the expected best dev score after n trials, one line per setting.
 
     The line is the with-replacement estimator of Dodge et al. 2019; with `spread`, a band of
-    ± one standard deviation of that maximum is shaded around it. The ALL_SETTINGS curve (the
-    sweep as a random search) is drawn dashed and black.
+    ± one standard deviation of that maximum is shaded around it, cut at the metric's range
+    (`spread_band`). The ALL_SETTINGS curve (the sweep as a random search) is drawn dashed and
+    black.
 
     Args:
         path: the PNG to write, e.g. `<sweep_dir>/expected_max.png`.
         curves: `report.expected_max_curves`'s dict.
-        metric: the dev metric's name, for the y axis.
+        metric: the dev metric's key, for the y axis and the band's range.
         spread: `report.expected_max_spread`'s dict, or None for lines only.
+
+    Returns:
+        The matplotlib `Figure` drawn.
     """
     from matplotlib.ticker import MaxNLocator
 
@@ -61,8 +86,7 @@ def plot_expected_max(path, curves, metric, spread=None):
         if stds:
             axes.fill_between(
                 ns,
-                [m - s for m, s in zip(means, stds, strict=True)],
-                [m + s for m, s in zip(means, stds, strict=True)],
+                *spread_band(means, stds, metric),
                 color=line.get_color(),
                 alpha=0.12,
                 linewidth=0,
@@ -75,6 +99,7 @@ def plot_expected_max(path, curves, metric, spread=None):
         axes.grid(alpha=0.3)
         axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     _save(figure, path)
+    return figure
 
 
 def plot_scores(path, trials, metric):
