@@ -9,6 +9,9 @@ input, leaves the previous file (or none) under the final name, never a truncate
 * `atomic_prefix(prefix)`: a temporary prefix for writers of several `prefix.*` files (a
   TensorFlow checkpoint), renamed together.
 * `atomic_directory(path)`: a temporary directory for writers of a whole tree (a SavedModel).
+* `write_safetensors(path, tensors, metadata)`: a `.safetensors` file, by the safetensors
+  package's own writer.
+* `local_path(path)`: a local stand-in for a remote path, for writers that need a local file.
 * `require_free_space(directory, nbytes, path)`: refuses early where a writer cannot fail
   cleanly on a full disk (HDF5 crashes when it cannot write).
 
@@ -24,6 +27,7 @@ import contextlib
 import glob
 import os
 import shutil
+import tempfile
 import uuid
 
 from fileio.errors import is_no_space, no_space_error
@@ -259,3 +263,36 @@ def write_atomically(path, data):
         data = data.encode("utf-8")
     with open_atomically(path, "wb") as handle:
         handle.write(data)
+
+
+@contextlib.contextmanager
+def local_path(path):
+    """Yields `path`, or for a remote one (gs://...) a local temporary file copied there at
+    the end: writers that seek back or take a path need a local file."""
+    if not _is_remote(path):
+        yield path
+        return
+    handle, temp = tempfile.mkstemp(suffix=os.path.basename(path))
+    os.close(handle)
+    try:
+        yield temp
+        _gfile().copy(temp, path, overwrite=True)
+    finally:
+        os.remove(temp)
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """Writes `tensors` as the safetensors file `path`, atomically.
+
+    The safetensors package's own writer, straight from the arrays' memory: every safetensors
+    file of the project is written here.
+
+    Args:
+        path: the final file (local or remote).
+        tensors: dict name -> C-contiguous np.ndarray.
+        metadata: optional dict of strings for the header's `__metadata__`.
+    """
+    from safetensors.numpy import save_file  # only the writers of these files need it
+
+    with atomic_output(path) as temp, local_path(temp) as local:
+        save_file(tensors, local, metadata=metadata)

@@ -8,7 +8,6 @@ import numpy as np
 import tensorflow as tf
 
 from data.tokenization.full_tokenizer import convert_to_unicode
-from data.tokenization.packing import log_features, pack_tokens
 from fileio.errors import UserError
 
 # Greedy on the left, so the last " ||| " splits a line, as in the original.
@@ -45,37 +44,6 @@ def empty_input_error(input_file):
         f"--input_file={input_file} is empty: write one example per line ('text_a' or "
         "'text_a ||| text_b')."
     )
-
-
-def read_examples(input_file):
-    """All of `iter_examples` as a list.
-
-    Raises:
-        ValueError: if the file does not exist or has no line.
-    """
-    examples = list(iter_examples(input_file))
-    if not examples:
-        raise empty_input_error(input_file)
-    return examples
-
-
-def convert_examples_to_features(examples, max_seq_length, tokenizer, num_logged=5):
-    """Tokenizes and packs examples (pairs truncated to max_seq_length - 3).
-
-    Returns:
-        list of `data.tokenization.packing.InputFeatures`.
-    """
-    features = []
-    for index, (unique_id, text_a, text_b) in enumerate(examples):
-        tokens_a = tokenizer.tokenize(text_a)
-        tokens_b = tokenizer.tokenize(text_b) if text_b else None
-        feature = pack_tokens(
-            tokens_a, tokens_b, max_seq_length, tokenizer.convert_tokens_to_ids, unique_id
-        )
-        if index < num_logged:
-            log_features(feature, segment_key="input_type_ids")
-        features.append(feature)
-    return features
 
 
 # Beyond this magnitude x * 1e6 is no longer an exact float64 integer after rounding.

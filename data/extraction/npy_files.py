@@ -7,11 +7,10 @@ once the last row is in, so a file of any length streams through a constant amou
 """
 
 import contextlib
-import os
-import tempfile
 
 import numpy as np
-import tensorflow as tf
+
+from fileio.atomic import local_path
 
 _MAGIC = b"\x93NUMPY\x01\x00"
 _HEADER_BYTES = 128  # a multiple of 64, as NumPy aligns its data
@@ -39,22 +38,6 @@ def npy_header(dtype, shape):
         raise ValueError(f"A .npy header of shape {shape} does not fit in {_HEADER_BYTES} bytes.")
     header = (text + " " * (room - len(text)) + "\n").encode("latin1")
     return _MAGIC + len(header).to_bytes(2, "little") + header
-
-
-@contextlib.contextmanager
-def local_path(path):
-    """Yields `path`, or for a remote one (gs://...) a local temporary file copied there at
-    the end: writers that seek back or take a path need a local file."""
-    if "://" not in path:
-        yield path
-        return
-    handle, temp = tempfile.mkstemp(suffix=os.path.basename(path))
-    os.close(handle)
-    try:
-        yield temp
-        tf.io.gfile.copy(temp, path, overwrite=True)
-    finally:
-        os.remove(temp)
 
 
 class NpyRows:

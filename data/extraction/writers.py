@@ -21,8 +21,8 @@ import numpy as np
 import tensorflow as tf
 
 from data.extraction.features import format_json_line, value_lists
-from data.extraction.npy_files import NpyRows, local_path
-from fileio.atomic import atomic_output, open_atomically
+from data.extraction.npy_files import NpyRows
+from fileio.atomic import atomic_output, open_atomically, write_safetensors
 
 
 def sidecar_path(output_file, suffix):
@@ -82,8 +82,8 @@ class NpyWriter:
 
 
 class SafetensorsWriter:
-    """A `.safetensors` file, written by the safetensors library once every line is in: its
-    header, first in the file, gives every tensor's size, so the values are held until then."""
+    """A `.safetensors` file, written (`fileio.atomic.write_safetensors`) once every line is in:
+    its header, first in the file, gives every tensor's size, so the values are held until then."""
 
     def __init__(self, paths, dtype, pooled, metadata):
         self._paths, self._dtype, self._pooled, self._metadata = paths, dtype, pooled, metadata
@@ -98,8 +98,6 @@ class SafetensorsWriter:
             self._tokens.write(" ".join(tokens) + "\n")
 
     def close(self, finish=True):
-        from safetensors.numpy import save_file
-
         if self._tokens is not None:
             self._tokens.close()
         if not finish:
@@ -108,8 +106,7 @@ class SafetensorsWriter:
         tensors = {"values": values}
         if not self._pooled:
             tensors["offsets"] = np.array(self._offsets, np.int64)
-        with local_path(self._paths["values"]) as path:
-            save_file(tensors, path, metadata=self._metadata)
+        write_safetensors(self._paths["values"], tensors, self._metadata)
 
 
 class TfrecordWriter:

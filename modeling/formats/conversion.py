@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from fileio.atomic import atomic_directory, require_free_space, write_atomically
+from fileio.atomic import atomic_directory, require_free_space, write_atomically, write_safetensors
 from fileio.errors import UserError, first_line
 from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
@@ -31,6 +31,7 @@ from modeling.formats import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
     hf_export,
+    hf_names,
     keras_hub,
     model_garden,
     task_heads,
@@ -47,7 +48,8 @@ KERAS_ENCODER_FILE = "bert_model.weights.h5"
 KERAS_PRETRAINER_FILE = "bert_pretrainer.weights.h5"
 
 
-def _has_heads(arrays):
+def _is_pretrainer(arrays):
+    """Whether `arrays` hold the masked LM, so that they fill a `BertPretrainer`."""
     return any(name.startswith("cls/predictions/") for name in arrays)
 
 
@@ -83,7 +85,7 @@ def build_keras_model(config, arrays):
     """
     # The strict assignment below sets every variable, so none is drawn at random.
     with weights_from_checkpoint():
-        if _has_heads(arrays):
+        if _is_pretrainer(arrays):
             model = BertPretrainer(config)
             names = tf1_checkpoint.build_variable_map(
                 bert_model=model.bert, pretraining_heads=model.cls
@@ -277,10 +279,8 @@ def _write_hf(directory, config, arrays, labels, problem_type=None):
         )
     arrays = kept
     weights = os.path.join(directory, "model.safetensors")
-    write_atomically(
-        weights,
-        hf_export.safetensors_bytes(hf_export.original_to_hf(arrays), metadata={"format": "pt"}),
-    )
+    # transformers refuses a file without a "format" and reads "pt" as torch's names and layout.
+    write_safetensors(weights, hf_names.original_to_hf(arrays), metadata={"format": "pt"})
     settings = os.path.join(directory, "config.json")
     text = (
         json.dumps(

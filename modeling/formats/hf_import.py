@@ -1,14 +1,14 @@
 """Hugging Face-format BERT weights (`model.safetensors` + `config.json`) -> the original layout.
 
 The safetensors format is read here directly with numpy (an 8-byte little-endian header length,
-a JSON header of name -> dtype/shape/offsets, then raw little-endian data), so importing needs no
-extra package. bfloat16 tensors (numpy has no such type) are widened to float32 on reading, which
-is exact: a bfloat16 is the upper half of a float32.
+a JSON header of name -> dtype/shape/offsets, then raw little-endian data), from any file system
+TensorFlow reads, a damaged file named as such. bfloat16 tensors (numpy has no such type) are
+widened to float32 on reading, which is exact: a bfloat16 is the upper half of a float32. The
+tensors' names come from `modeling.formats.hf_names`.
 """
 
 import json
 import os
-import re
 import struct
 
 import numpy as np
@@ -18,6 +18,7 @@ from absl import logging
 from fileio.errors import UserError
 from modeling.config import BertConfig
 from modeling.formats import task_heads
+from modeling.formats.hf_names import FROM_HF_ACTIVATION, hf_to_original_names
 
 _SAFETENSORS_DTYPES = {
     "F64": np.float64,
@@ -32,78 +33,6 @@ _SAFETENSORS_DTYPES = {
 }
 # Read as its 16 raw bits, then widened (see `_bfloat16_to_float32`).
 _BFLOAT16 = "BF16"
-
-# HF activation names -> this project's (HF "gelu" is the exact erf form).
-_HF_ACTIVATIONS = {
-    "gelu": "gelu_exact",
-    "gelu_python": "gelu_exact",
-    "gelu_new": "gelu",
-    "gelu_fast": "gelu",
-    "gelu_pytorch_tanh": "gelu",
-    "relu": "relu",
-    "tanh": "tanh",
-    "linear": "linear",
-}
-
-# (HF name pattern, original name template, transpose). HF dense weights are [out, in].
-_NAME_RULES = [
-    (r"embeddings\.word_embeddings\.weight", "bert/embeddings/word_embeddings", False),
-    (r"embeddings\.token_type_embeddings\.weight", "bert/embeddings/token_type_embeddings", False),
-    (r"embeddings\.position_embeddings\.weight", "bert/embeddings/position_embeddings", False),
-    (r"embeddings\.LayerNorm\.(weight|gamma)", "bert/embeddings/LayerNorm/gamma", False),
-    (r"embeddings\.LayerNorm\.(bias|beta)", "bert/embeddings/LayerNorm/beta", False),
-    (
-        r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.weight",
-        "bert/encoder/layer_{0}/attention/self/{1}/kernel",
-        True,
-    ),
-    (
-        r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.bias",
-        "bert/encoder/layer_{0}/attention/self/{1}/bias",
-        False,
-    ),
-    (
-        r"encoder\.layer\.(\d+)\.(attention\.output|intermediate|output)\.dense\.weight",
-        "bert/encoder/layer_{0}/{1}/dense/kernel",
-        True,
-    ),
-    (
-        r"encoder\.layer\.(\d+)\.(attention\.output|intermediate|output)\.dense\.bias",
-        "bert/encoder/layer_{0}/{1}/dense/bias",
-        False,
-    ),
-    (
-        r"encoder\.layer\.(\d+)\.(attention\.output|output)\.LayerNorm\.(weight|gamma)",
-        "bert/encoder/layer_{0}/{1}/LayerNorm/gamma",
-        False,
-    ),
-    (
-        r"encoder\.layer\.(\d+)\.(attention\.output|output)\.LayerNorm\.(bias|beta)",
-        "bert/encoder/layer_{0}/{1}/LayerNorm/beta",
-        False,
-    ),
-    (r"pooler\.dense\.weight", "bert/pooler/dense/kernel", True),
-    (r"pooler\.dense\.bias", "bert/pooler/dense/bias", False),
-    (r"cls\.predictions\.transform\.dense\.weight", "cls/predictions/transform/dense/kernel", True),
-    (r"cls\.predictions\.transform\.dense\.bias", "cls/predictions/transform/dense/bias", False),
-    (
-        r"cls\.predictions\.transform\.LayerNorm\.(weight|gamma)",
-        "cls/predictions/transform/LayerNorm/gamma",
-        False,
-    ),
-    (
-        r"cls\.predictions\.transform\.LayerNorm\.(bias|beta)",
-        "cls/predictions/transform/LayerNorm/beta",
-        False,
-    ),
-    (r"cls\.predictions\.bias", "cls/predictions/output_bias", False),
-    # nn.Linear(H, 2) stores [2, H], which is already the original's [out, in] layout.
-    (r"cls\.seq_relationship\.weight", "cls/seq_relationship/output_weights", False),
-    (r"cls\.seq_relationship\.bias", "cls/seq_relationship/output_bias", False),
-]
-
-# HF tensors that are buffers or duplicates of tied weights, not separate parameters.
-_SKIP = re.compile(r"(position_ids$|cls\.predictions\.decoder\.(weight|bias)$)")
 
 
 def _bfloat16_to_float32(raw):
@@ -193,10 +122,10 @@ def config_from_hf(hf_config):
     if model_type != "bert":
         raise ValueError(f"config.json: model_type is {model_type!r}; only 'bert' is supported.")
     act = hf_config.get("hidden_act", "gelu")
-    if act not in _HF_ACTIVATIONS:
+    if act not in FROM_HF_ACTIVATION:
         raise ValueError(
             f"config.json: hidden_act {act!r} has no equivalent here; known: "
-            f"{sorted(_HF_ACTIVATIONS)}."
+            f"{sorted(FROM_HF_ACTIVATION)}."
         )
     eps = hf_config.get("layer_norm_eps", 1e-12)
     if abs(eps - 1e-12) > 1e-15:
@@ -210,50 +139,13 @@ def config_from_hf(hf_config):
         num_hidden_layers=hf_config.get("num_hidden_layers", 12),
         num_attention_heads=hf_config.get("num_attention_heads", 12),
         intermediate_size=hf_config.get("intermediate_size", 3072),
-        hidden_act=_HF_ACTIVATIONS[act],
+        hidden_act=FROM_HF_ACTIVATION[act],
         hidden_dropout_prob=hf_config.get("hidden_dropout_prob", 0.1),
         attention_probs_dropout_prob=hf_config.get("attention_probs_dropout_prob", 0.1),
         max_position_embeddings=hf_config.get("max_position_embeddings", 512),
         type_vocab_size=hf_config.get("type_vocab_size", 2),
         initializer_range=hf_config.get("initializer_range", 0.02),
     )
-
-
-def hf_to_original_names(tensors):
-    """Renames (and transposes) HF BERT tensors into the original checkpoint layout.
-
-    Accepts bare `BertModel` names and `bert.`-prefixed ones (`BertForPreTraining` ...).
-
-    Args:
-        tensors: dict HF name -> np.ndarray.
-
-    Returns:
-        dict original name -> float32 np.ndarray.
-
-    Raises:
-        ValueError: listing every HF tensor that has no original equivalent.
-    """
-    out, unknown = {}, []
-    for hf_name, value in tensors.items():
-        name = hf_name[len("bert.") :] if hf_name.startswith("bert.") else hf_name
-        if _SKIP.search(name):
-            continue
-        for pattern, template, transpose in _NAME_RULES:
-            match = re.fullmatch(pattern, name)
-            if match:
-                groups = [g.replace(".", "/") for g in match.groups()]
-                array = np.asarray(value, dtype=np.float32)
-                out[template.format(*groups)] = np.ascontiguousarray(
-                    array.T if transpose else array
-                )
-                break
-        else:
-            unknown.append(f"  {hf_name} {list(value.shape)}")
-    if unknown:
-        raise ValueError(
-            "HF weights hold tensors with no original BERT equivalent:\n" + "\n".join(unknown)
-        )
-    return out
 
 
 def read_hf_config(model_dir):
@@ -303,11 +195,7 @@ def load_hf_model(model_dir):
     config = config_from_hf(hf_config)
     tensors = read_safetensors(weights_path)
     head = task_heads.hf_head_of(hf_config, tensors)
-    arrays = {}
-    if head is not None:
-        arrays = task_heads.from_hf(head, tensors)
-        tensors = {n: v for n, v in tensors.items() if n not in head.hf_names}
-    arrays.update(hf_to_original_names(tensors))
+    arrays = hf_to_original_names(tensors, head)
     if head is not None and not head.has_pooler and task_heads.POOLER_NAMES[0] not in arrays:
         # HF's token and span classes have no pooler; this project's BertModel always has one.
         # The task never reads the pooled output, so zeros change no answer.

@@ -172,22 +172,6 @@ def hf_head_of(hf_config, tensor_names):
     return None
 
 
-def to_hf(head, arrays):
-    """The head's HF tensors (no transpose: both layouts store `[out, in]`)."""
-    return {
-        hf: np.ascontiguousarray(np.asarray(arrays[name], dtype=np.float32))
-        for hf, name in zip(head.hf_names, head.names, strict=True)
-    }
-
-
-def from_hf(head, tensors):
-    """The head's original arrays from its HF tensors."""
-    return {
-        name: np.ascontiguousarray(np.asarray(tensors[hf], dtype=np.float32))
-        for hf, name in zip(head.hf_names, head.names, strict=True)
-    }
-
-
 def hf_label_fields(head, count, labels=None, problem_type=None):
     """The `config.json` fields of the head's labels.
 

@@ -72,3 +72,25 @@ def test_prefix_interrupted_leaves_nothing(tmp_path):
         open(temp + ".data-00000-of-00001", "wb").write(b"half")
         raise _Interrupted
     assert os.listdir(tmp_path) == []
+
+
+def test_safetensors_file_by_the_library_and_atomic(tmp_path, monkeypatch):
+    import numpy as np
+    import safetensors.numpy
+
+    from fileio import atomic
+
+    path = str(tmp_path / "model.safetensors")
+    tensors = {"b": np.arange(6, dtype=np.float32).reshape(2, 3), "a": np.ones(4, np.int64)}
+    atomic.write_safetensors(path, tensors, metadata={"format": "pt"})
+    assert open(path, "rb").read() == safetensors.numpy.save(tensors, metadata={"format": "pt"})
+    assert os.listdir(tmp_path) == ["model.safetensors"]
+
+    def fail(*args, **kwargs):
+        raise _Interrupted
+
+    monkeypatch.setattr(safetensors.numpy, "save_file", fail)
+    with pytest.raises(_Interrupted):
+        atomic.write_safetensors(path, {"c": np.zeros(2, np.float32)})
+    assert safetensors.numpy.load_file(path).keys() == {"a", "b"}
+    assert os.listdir(tmp_path) == ["model.safetensors"]

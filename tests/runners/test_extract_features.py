@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from data.extraction.features import format_json_line, read_examples, round_6, value_lists
+from data.extraction.features import format_json_line, iter_examples, round_6, value_lists
 from data.tokenization.full_tokenizer import FullTokenizer
 from jobs.extraction_run import ExtractionRun, extract_features
 from modeling.config import BertConfig
@@ -430,16 +430,16 @@ def test_extraction_writes_the_original_bytes(written, original_gelu, monkeypatc
     assert (work / "ours.jsonl").read_bytes() == written["original"]
 
 
-def test_read_examples_splits_on_the_last_separator(tmp_path):
+def test_examples_split_on_the_last_separator(tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes(b"a ||| b ||| c\n\nplain \xff text\n")
-    assert read_examples(str(path)) == [
+    assert list(iter_examples(str(path))) == [
         (0, "a ||| b", "c"),
         (1, "", None),
         (2, "plain  text", None),
     ]
     with pytest.raises(ValueError, match="--input_file not found"):
-        read_examples(str(tmp_path / "missing.txt"))
+        list(iter_examples(str(tmp_path / "missing.txt")))
 
 
 @pytest.mark.parametrize(
