@@ -29,8 +29,12 @@ from serving.pretraining import PretrainingExport
 from serving.squad import SquadExport
 from serving.tfhub import build_encoder, build_preprocessor
 from training.precision import compute_policy
-from training.settings import TASK_DEFAULTS
+from training.settings import TASK_DEFAULTS, recorded_flags
 from training.tasks import ClassifierTask, NerTask, PretrainingTask, SquadTask
+
+# run_classifier's head: its first dimension is the number of classes
+# (tf1_checkpoint.classifier_variable_map).
+_CLASSIFIER_HEAD = ("output_weights", "output_bias")
 
 # Which runner writes checkpoints that each export reads, for error messages.
 _TRAINED_BY = {
@@ -90,15 +94,25 @@ def _check_vocab(vocab_file, vocab_size):
         )
 
 
-def _load(task, variable_map, weights):
-    """Assigns every variable of the export from the weights, or says what does not fit."""
-    try:
-        tf1_checkpoint.assign_arrays(variable_map, weights.arrays, weights.source)
-    except ValueError as err:
-        raise ValueError(
-            f"{err}\n--task={task} reads a checkpoint written by {_TRAINED_BY[task]}; pass "
-            "--checkpoint of such a run (and its --bert_config_file and --task_name)."
-        ) from None
+def _load(task, variable_map, weights, advice=None):
+    """Assigns every variable of the export from the weights, or says what does not fit.
+
+    Args:
+        task: the --task exported.
+        variable_map: original name -> variable of the export's model.
+        weights: `_Weights`.
+        advice: the error's last sentence, where the caller knows better than the default
+            (which blames --bert_config_file and names the runner that writes such checkpoints).
+    """
+    problems = tf1_checkpoint.array_mismatches(variable_map, weights.arrays)
+    if problems:
+        advice = advice or (
+            f"{tf1_checkpoint.CONFIG_ADVICE}\n--task={task} reads a checkpoint written by "
+            f"{_TRAINED_BY[task]}; pass --checkpoint of such a run (and its --bert_config_file "
+            "and --task_name)."
+        )
+        raise tf1_checkpoint.mismatch_error(weights.source, problems, advice)
+    tf1_checkpoint.assign_arrays(variable_map, weights.arrays, weights.source)
 
 
 @dataclasses.dataclass
@@ -162,7 +176,8 @@ def _classifier(run, bert_config, weights):
     multi_label = head.problem_type == "multi_label"
     task = ClassifierTask(bert_config, len(head.labels), regression, multi_label=multi_label)
     task.build_model()
-    _load(run.task, task.variable_map(), weights)
+    variable_map = task.variable_map()
+    _load(run.task, variable_map, weights, _class_count_advice(run, head, variable_map, weights))
     export = ClassifierExport(
         task.model,
         run.vocab_file,
@@ -181,6 +196,48 @@ def _classifier(run, bert_config, weights):
     # What the TFLite export records in serving.json (serving.lite_export.lite_settings).
     export.head = head
     return export, export.signatures()
+
+
+def _class_count_advice(run, head, variable_map, weights):
+    """The sentence for a fine-tuned classifier whose encoder fits but whose head has another
+    number of outputs than the export's classes (a checkpoint of another task), else None."""
+    trained = weights.arrays.get(_CLASSIFIER_HEAD[0])
+    encoder = {k: v for k, v in variable_map.items() if k not in _CLASSIFIER_HEAD}
+    if trained is None or tf1_checkpoint.array_mismatches(encoder, weights.arrays):
+        return None
+    count = int(trained.shape[0])
+    if count == len(head.labels):
+        return None
+    has = f"has {count} output{'s' if count != 1 else ''}"
+    wanted = (
+        "1 output (a regression score)"
+        if head.problem_type == "regression"
+        else f"{len(head.labels)} classes"
+    )
+    if run.task_name and canonical_task_name(run.task_name):
+        recorded = weights.folder and recorded_flags(weights.folder).get("task_name")
+        if recorded and canonical_task_name(recorded) != canonical_task_name(run.task_name):
+            fix = f"pass --task_name={recorded} (the task its flags.txt names)"
+        else:
+            fix = "pass the --task_name the model was fine-tuned on"
+        return (
+            f"The checkpoint's classifier head {has} but --task_name={run.task_name} has "
+            f"{wanted}, so --task_name is not the task the model was fine-tuned on: {fix}, or "
+            f"--checkpoint of a model fine-tuned on {run.task_name}."
+        )
+    if head.problem_type == "regression":
+        # problem.json, not a label list, makes the head a regression.
+        return (
+            f"The checkpoint's classifier head {has} but "
+            f"{os.path.join(weights.folder, PROBLEM_FILE)} says regression ({wanted}): pass "
+            "--checkpoint in the output_dir of the run that wrote this checkpoint."
+        )
+    labels = run.label_file or os.path.join(weights.folder, OWN_LABELS_FILE)
+    return (
+        f"The checkpoint's classifier head {has} but {labels} gives {wanted}, so they are not "
+        "the labels the model was fine-tuned on: pass --label_file with the labels.txt of the "
+        "run that wrote the checkpoint."
+    )
 
 
 def _ner(run, bert_config, weights):

@@ -154,6 +154,43 @@ def _shape_str(shape):
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+# The last line of a mismatch error where nothing more specific is known: most mismatches come
+# from a config of another model.
+CONFIG_ADVICE = (
+    "Check that --bert_config_file belongs to this checkpoint (layers, hidden size, vocab_size, "
+    "type_vocab_size, max_position_embeddings)."
+)
+
+
+def array_mismatches(variable_map, arrays, allow_missing=False, ignore_heads=True):
+    """The lines of `check_arrays_match`'s error: every name missing, unexpected or of another
+    shape (arguments as there); empty when the arrays fit."""
+    problems = []
+    for name, var in variable_map.items():
+        if name not in arrays:
+            if not allow_missing:
+                problems.append(f"  missing in checkpoint: {name} {_shape_str(var.shape)}")
+        elif tuple(arrays[name].shape) != tuple(var.shape):
+            problems.append(
+                f"  shape mismatch: {name}: checkpoint {_shape_str(arrays[name].shape)} vs "
+                f"model {_shape_str(var.shape)}"
+            )
+    for name in arrays:
+        if name not in variable_map and not (ignore_heads and _HEAD_NAME.search(name)):
+            problems.append(f"  unexpected in checkpoint: {name} {_shape_str(arrays[name].shape)}")
+    return problems
+
+
+def mismatch_error(source, problems, advice=CONFIG_ADVICE):
+    """The ValueError listing `problems` (lines of `array_mismatches`), `advice` its last line."""
+    return ValueError(
+        f"Checkpoint {source} does not match the model ({len(problems)} problems):\n"
+        + "\n".join(problems)
+        + "\n"
+        + advice
+    )
+
+
 def check_arrays_match(
     variable_map, arrays, source, allow_missing=False, ignore_heads=True, problems=()
 ):
@@ -171,26 +208,9 @@ def check_arrays_match(
     Raises:
         ValueError: listing missing names, unexpected names and shape mismatches (both shapes).
     """
-    problems = list(problems)
-    for name, var in variable_map.items():
-        if name not in arrays:
-            if not allow_missing:
-                problems.append(f"  missing in checkpoint: {name} {_shape_str(var.shape)}")
-        elif tuple(arrays[name].shape) != tuple(var.shape):
-            problems.append(
-                f"  shape mismatch: {name}: checkpoint {_shape_str(arrays[name].shape)} vs "
-                f"model {_shape_str(var.shape)}"
-            )
-    for name in arrays:
-        if name not in variable_map and not (ignore_heads and _HEAD_NAME.search(name)):
-            problems.append(f"  unexpected in checkpoint: {name} {_shape_str(arrays[name].shape)}")
+    problems = [*problems, *array_mismatches(variable_map, arrays, allow_missing, ignore_heads)]
     if problems:
-        raise ValueError(
-            f"Checkpoint {source} does not match the model ({len(problems)} problems):\n"
-            + "\n".join(problems)
-            + "\nCheck that --bert_config_file belongs to this checkpoint (layers, hidden size, "
-            "vocab_size, type_vocab_size, max_position_embeddings)."
-        )
+        raise mismatch_error(source, problems)
 
 
 def assign_arrays(variable_map, arrays, source="arrays", strict=True, log=True):
