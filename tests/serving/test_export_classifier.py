@@ -230,6 +230,22 @@ def test_an_existing_export_dir_is_replaced_only_with_overwrite(mrpc_run, minilm
     assert sorted(os.listdir(tmp_path)) == ["export"]  # no temporary folder left beside it
 
 
+def test_a_window_past_the_position_table_is_refused_first(minilm_tf1, tmp_path):
+    """--max_seq_length above max_position_embeddings: the original's sentence with the flag
+    and its fix, before TensorFlow loads or anything is written."""
+    export = tmp_path / "export"
+    checkpoint = minilm_tf1 / "bert_model.ckpt"
+    args = ("--task=classifier", "--task_name=MRPC")
+    result = _export(minilm_tf1, checkpoint, export, *args, max_seq_length=1024)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "export_model.py: error: Cannot use sequence length 1024 because the BERT model was only "
+        "trained up to sequence length 512: pass --max_seq_length=512 or less "
+        "(max_position_embeddings in --bert_config_file)."
+    )
+    assert "Reading checkpoint" not in result.stderr and not export.exists()
+
+
 @pytest.mark.parametrize(
     "extra,message,last_words",
     [
