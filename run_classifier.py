@@ -78,6 +78,7 @@ def main(_):
             ],
         )
     own_data_flags.read_requested_sets(FLAGS, processor, [split for split, _ in splits])
+    training_flags.check_init_checkpoint(FLAGS, bert_config)
     training_flags.exit_if_dry_run(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.classifier_run import ClassifierRun, run_classifier

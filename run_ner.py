@@ -72,6 +72,7 @@ def main(_):
     if FLAGS.label_file:
         files.append((FLAGS.label_file, "label_file", None))
     check_input_files(FLAGS, files)
+    training_flags.check_init_checkpoint(FLAGS, bert_config)
     training_flags.exit_if_dry_run(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.ner_run import NerRun, run_ner

@@ -102,6 +102,7 @@ def main(_):
             files.append((FLAGS.predict_file, "predict_file", phase))
     check_input_files(FLAGS, files)
     tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+    training_flags.check_init_checkpoint(FLAGS, bert_config)
     training_flags.exit_if_dry_run(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.squad_run import SquadRun, run_squad

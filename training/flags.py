@@ -3,7 +3,8 @@
 
 TensorFlow-free until a runner asks for its strategy: a runner checks its command line, its
 config and its vocabulary first (`check_fine_tuning`), and a command line that cannot work ends
-in a second instead of after TensorFlow's start (5-10 s).
+in a second instead of after TensorFlow's start (5-10 s). Only `check_init_checkpoint` (the
+checkpoint's index, read with TensorFlow) loads it earlier, once those checks passed.
 """
 
 import os
@@ -379,6 +380,41 @@ def check_fine_tuning(flag_values):
     bert_config.check_max_seq_length(flag_values.max_seq_length)
     tokenizer = FullTokenizer(flag_values.vocab_file, flag_values.do_lower_case)
     return bert_config, tokenizer
+
+
+def check_init_checkpoint(flag_values, bert_config):
+    """Refuses an --init_checkpoint that names no checkpoint, or whose weights do not fit
+    --bert_config_file, before a fine-tuning runner writes anything (its run would find out
+    only after writing the training records).
+
+    Reads the checkpoint's index only, with TensorFlow (which loads here, seconds before the
+    strategy would load it; it reads any file system TensorFlow knows). Skipped when
+    --output_dir holds a checkpoint: the run resumes from it and never reads --init_checkpoint.
+
+    Raises:
+        UserError: naming --init_checkpoint (and --bert_config_file where they disagree).
+    """
+    path = flag_values.init_checkpoint
+    if not path:
+        return
+    import tensorflow as tf
+
+    from modeling import tf1_checkpoint
+    from training.checkpointer import list_checkpoints
+
+    output_dir = flag_values.output_dir
+    if output_dir and tf.io.gfile.isdir(output_dir) and list_checkpoints(output_dir):
+        return
+    prefix = tf1_checkpoint.resolve_checkpoint_path(path, flag="--init_checkpoint")
+    misfits = tf1_checkpoint.encoder_misfits(prefix, bert_config)
+    if misfits:
+        more = f"; and {len(misfits) - 3} more" if len(misfits) > 3 else ""
+        raise UserError(
+            f"--init_checkpoint={path} does not fit --bert_config_file="
+            f"{flag_values.bert_config_file} ({'; '.join(misfits[:3])}{more}): pass the "
+            "bert_config.json that came with the checkpoint, or a checkpoint of the model it "
+            "describes."
+        )
 
 
 def exit_if_dry_run(flag_values):
