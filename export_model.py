@@ -29,6 +29,7 @@ from training.flags import (
     define_long_input_flags,
     define_precision_flag,
     quiet_tensorflow_logs,
+    quiet_tensorflow_python_logs,
     warn_if_given,
     warn_unused_long_input_flags,
 )
@@ -41,6 +42,7 @@ from training.settings import (
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()
+quiet_tensorflow_python_logs()
 
 flags.DEFINE_enum(
     "task",
