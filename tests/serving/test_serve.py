@@ -195,6 +195,11 @@ def test_concurrent_requests_share_model_calls(server, classifier_predictor):
         ({"text_a": "a", "text_b": "b", "label": "1"}, ['"label"', "unknown"]),
         ({"instances": []}, ['"instances"', "non-empty"]),
         ([1, 2], ["JSON list"]),
+        # Deeper than Python's recursion limit: the client's error, never the model's.
+        (b"[" * 100_000, ["nests arrays or objects too deeply", '"instances"']),
+        (b'{"instances": ' * 50_000, ["nests arrays or objects too deeply"]),
+        # A number past Python's 4300-digit limit fails the decoder with a plain ValueError.
+        (b'{"text_a": "a", "text_b": ' + b"1" * 5000 + b"}", ["not JSON", "digits"]),
     ],
 )
 def test_a_bad_request_gets_400_and_a_sentence(server, body, words):
