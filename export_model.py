@@ -29,7 +29,6 @@ from training.flags import (
     define_long_input_flags,
     define_precision_flag,
     quiet_tensorflow_logs,
-    quiet_tensorflow_python_logs,
     warn_if_given,
     warn_unused_long_input_flags,
 )
@@ -39,6 +38,7 @@ from training.settings import (
     settings_from_flags,
     take_settings_of_run,
 )
+from training.tensorflow_logs import quiet_tensorflow_python_logs
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()

@@ -6,19 +6,11 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from data.classification.thresholds import read_thresholds_file
-from data.glue.processors import canonical_task_name, get_processor
 from data.ner.labels import LABELS_FILE, read_label_file
-from data.own_data.labels import LABELS_FILE as OWN_LABELS_FILE
-from data.own_data.labels import (
-    PROBLEM_FILE,
-    THRESHOLDS_FILE,
-    read_labels_file,
-    read_problem_file,
-)
 from data.squad import evaluation
 from data.tokenization.full_tokenizer import load_vocab
 from fileio.atomic import atomic_directory
+from jobs.export_classifier import class_count_advice, classifier_head
 from modeling import tf1_checkpoint
 from modeling.formats.conversion import SAVED_MODEL_CONFIG
 from modeling.layers import weights_from_checkpoint
@@ -29,12 +21,8 @@ from serving.pretraining import PretrainingExport
 from serving.squad import SquadExport
 from serving.tfhub import build_encoder, build_preprocessor
 from training.precision import compute_policy
-from training.settings import TASK_DEFAULTS, recorded_flags
+from training.settings import TASK_DEFAULTS
 from training.tasks import ClassifierTask, NerTask, PretrainingTask, SquadTask
-
-# run_classifier's head: its first dimension is the number of classes
-# (tf1_checkpoint.classifier_variable_map).
-_CLASSIFIER_HEAD = ("output_weights", "output_bias")
 
 # Which runner writes checkpoints that each export reads, for error messages.
 _TRAINED_BY = {
@@ -115,61 +103,6 @@ def _load(task, variable_map, weights, advice=None):
     tf1_checkpoint.assign_arrays(variable_map, weights.arrays, weights.source)
 
 
-@dataclasses.dataclass
-class ClassifierHead:
-    """What a fine-tuned classifier's outputs mean (`serving.classifier.ClassifierExport`).
-
-    Attributes:
-        labels: class names in class-id order (`["score"]` for regression).
-        problem_type: "single_label", "multi_label" or "regression".
-        has_text_b: the model takes sentence pairs.
-        thresholds: multi-label: each label's decision threshold; else None.
-    """
-
-    labels: list
-    problem_type: str
-    has_text_b: bool
-    thresholds: list | None = None
-
-
-def classifier_head(run, folder):
-    """The `ClassifierHead` of --task_name (a GLUE task) or of the run in `folder`
-    (run_classifier's `problem.json`, `labels.txt` or --label_file, `thresholds.txt`).
-
-    Raises:
-        ValueError: neither a GLUE --task_name nor a run's problem.json, naming what to pass.
-    """
-    if run.task_name and canonical_task_name(run.task_name):
-        processor = get_processor(run.task_name)
-        problem = "regression" if processor.is_regression else "single_label"
-        return ClassifierHead(list(processor.get_labels()), problem, processor.has_text_b)
-    problem_path = folder and os.path.join(folder, PROBLEM_FILE)
-    if not problem_path or not tf.io.gfile.exists(problem_path):
-        named = f" ({run.task_name} is not a GLUE task)" if run.task_name else ""
-        raise ValueError(
-            f"--task=classifier needs the task the model was fine-tuned on{named}: pass "
-            "--task_name of a GLUE task (e.g. MRPC), or --checkpoint in the output_dir of the "
-            "run_classifier.py run, whose problem.json and labels.txt say what it predicts."
-        )
-    problem, has_text_b = read_problem_file(problem_path)
-    if problem == "regression":
-        return ClassifierHead(["score"], problem, has_text_b)
-    labels = read_labels_file(run.label_file or os.path.join(folder, OWN_LABELS_FILE))
-    thresholds = None
-    if problem == "multi_label":
-        path = os.path.join(folder, THRESHOLDS_FILE)
-        if tf.io.gfile.exists(path):
-            thresholds = [float(t) for t in read_thresholds_file(path, labels)]
-        else:
-            logging.warning(
-                "No %s beside the checkpoint: the export predicts labels at probability 0.5. "
-                "Run run_classifier.py --do_eval to choose thresholds on the dev set.",
-                path,
-            )
-            thresholds = [0.5] * len(labels)
-    return ClassifierHead(labels, problem, has_text_b, thresholds)
-
-
 def _classifier(run, bert_config, weights):
     head = classifier_head(run, weights.folder)
     regression = head.problem_type == "regression"
@@ -177,7 +110,7 @@ def _classifier(run, bert_config, weights):
     task = ClassifierTask(bert_config, len(head.labels), regression, multi_label=multi_label)
     task.build_model()
     variable_map = task.variable_map()
-    _load(run.task, variable_map, weights, _class_count_advice(run, head, variable_map, weights))
+    _load(run.task, variable_map, weights, class_count_advice(run, head, variable_map, weights))
     export = ClassifierExport(
         task.model,
         run.vocab_file,
@@ -196,48 +129,6 @@ def _classifier(run, bert_config, weights):
     # What the TFLite export records in serving.json (serving.lite_export.lite_settings).
     export.head = head
     return export, export.signatures()
-
-
-def _class_count_advice(run, head, variable_map, weights):
-    """The sentence for a fine-tuned classifier whose encoder fits but whose head has another
-    number of outputs than the export's classes (a checkpoint of another task), else None."""
-    trained = weights.arrays.get(_CLASSIFIER_HEAD[0])
-    encoder = {k: v for k, v in variable_map.items() if k not in _CLASSIFIER_HEAD}
-    if trained is None or tf1_checkpoint.array_mismatches(encoder, weights.arrays):
-        return None
-    count = int(trained.shape[0])
-    if count == len(head.labels):
-        return None
-    has = f"has {count} output{'s' if count != 1 else ''}"
-    wanted = (
-        "1 output (a regression score)"
-        if head.problem_type == "regression"
-        else f"{len(head.labels)} classes"
-    )
-    if run.task_name and canonical_task_name(run.task_name):
-        recorded = weights.folder and recorded_flags(weights.folder).get("task_name")
-        if recorded and canonical_task_name(recorded) != canonical_task_name(run.task_name):
-            fix = f"pass --task_name={recorded} (the task its flags.txt names)"
-        else:
-            fix = "pass the --task_name the model was fine-tuned on"
-        return (
-            f"The checkpoint's classifier head {has} but --task_name={run.task_name} has "
-            f"{wanted}, so --task_name is not the task the model was fine-tuned on: {fix}, or "
-            f"--checkpoint of a model fine-tuned on {run.task_name}."
-        )
-    if head.problem_type == "regression":
-        # problem.json, not a label list, makes the head a regression.
-        return (
-            f"The checkpoint's classifier head {has} but "
-            f"{os.path.join(weights.folder, PROBLEM_FILE)} says regression ({wanted}): pass "
-            "--checkpoint in the output_dir of the run that wrote this checkpoint."
-        )
-    labels = run.label_file or os.path.join(weights.folder, OWN_LABELS_FILE)
-    return (
-        f"The checkpoint's classifier head {has} but {labels} gives {wanted}, so they are not "
-        "the labels the model was fine-tuned on: pass --label_file with the labels.txt of the "
-        "run that wrote the checkpoint."
-    )
 
 
 def _ner(run, bert_config, weights):

@@ -3,12 +3,9 @@
 
 TensorFlow-free until a runner asks for its strategy: a runner checks its command line, its
 config and its vocabulary first (`check_fine_tuning`), and a command line that cannot work ends
-in a second instead of after TensorFlow's start (5-10 s). Only `check_init_checkpoint` (the
-checkpoint's index, read with TensorFlow) loads it earlier, once those checks passed.
+in a second instead of after TensorFlow's start (5-10 s).
 """
 
-import importlib.util
-import logging as std_logging
 import os
 import sys
 
@@ -38,38 +35,9 @@ def _train(name):
 def quiet_tensorflow_logs():
     """No C++ start-up notices from TensorFlow (CPU features, oneDNN, and on machines without a
     GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them. A runner calls
-    it before TensorFlow loads."""
+    it before TensorFlow loads (its Python records: `training.tensorflow_logs`)."""
     on_gpu_machine = os.path.exists("/proc/driver/nvidia")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if on_gpu_machine else "3")
-
-
-class _TensorFlowDetails(std_logging.Filter):
-    """Lets records below WARNING logged from TensorFlow's own files through only at
-    --verbosity=1 or more (read at each record, so it holds before and after the flags are
-    parsed). TensorFlow logs through absl's logger as well as its own, so the file decides."""
-
-    def __init__(self, folders):
-        super().__init__()
-        self.folders = folders
-
-    def filter(self, record):
-        if record.levelno >= std_logging.WARNING or not record.pathname.startswith(self.folders):
-            return True
-        return logging.get_verbosity() >= 1
-
-
-def quiet_tensorflow_python_logs():
-    """Keeps TensorFlow's Python INFO records (a SavedModel's renamed signature inputs such as
-    "Function `serve_text` contains input name(s) ...", saver timings, asset paths) out of a
-    runner's progress; --verbosity=1 shows them. Its warnings and errors always show."""
-    # Where TensorFlow is installed, found without importing it.
-    spec = importlib.util.find_spec("tensorflow")
-    folders = tuple(os.path.join(p, "") for p in (spec and spec.submodule_search_locations or ()))
-    details = _TensorFlowDetails(folders)
-    for name in ("absl", "tensorflow"):
-        logger = std_logging.getLogger(name)
-        logger.filters = [f for f in logger.filters if not isinstance(f, _TensorFlowDetails)]
-        logger.addFilter(details)
 
 
 def define_model_flags(with_vocab=True, lower_case=True):
@@ -411,41 +379,6 @@ def check_fine_tuning(flag_values):
     bert_config.check_max_seq_length(flag_values.max_seq_length)
     tokenizer = FullTokenizer(flag_values.vocab_file, flag_values.do_lower_case)
     return bert_config, tokenizer
-
-
-def check_init_checkpoint(flag_values, bert_config):
-    """Refuses an --init_checkpoint that names no checkpoint, or whose weights do not fit
-    --bert_config_file, before a fine-tuning runner writes anything (its run would find out
-    only after writing the training records).
-
-    Reads the checkpoint's index only, with TensorFlow (which loads here, seconds before the
-    strategy would load it; it reads any file system TensorFlow knows). Skipped when
-    --output_dir holds a checkpoint: the run resumes from it and never reads --init_checkpoint.
-
-    Raises:
-        UserError: naming --init_checkpoint (and --bert_config_file where they disagree).
-    """
-    path = flag_values.init_checkpoint
-    if not path:
-        return
-    import tensorflow as tf
-
-    from modeling import tf1_checkpoint
-    from training.checkpointer import list_checkpoints
-
-    output_dir = flag_values.output_dir
-    if output_dir and tf.io.gfile.isdir(output_dir) and list_checkpoints(output_dir):
-        return
-    prefix = tf1_checkpoint.resolve_checkpoint_path(path, flag="--init_checkpoint")
-    misfits = tf1_checkpoint.encoder_misfits(prefix, bert_config)
-    if misfits:
-        more = f"; and {len(misfits) - 3} more" if len(misfits) > 3 else ""
-        raise UserError(
-            f"--init_checkpoint={path} does not fit --bert_config_file="
-            f"{flag_values.bert_config_file} ({'; '.join(misfits[:3])}{more}): pass the "
-            "bert_config.json that came with the checkpoint, or a checkpoint of the model it "
-            "describes."
-        )
 
 
 def exit_if_dry_run(flag_values):

@@ -197,7 +197,7 @@ def test_a_resumed_run_does_not_read_its_init_checkpoint(original_gelu, tmp_path
 
     from fileio.errors import UserError
     from modeling.config import BertConfig
-    from training.flags import check_init_checkpoint
+    from training.init_checkpoint import check_init_checkpoint
 
     config = BertConfig.from_json_file(original_gelu["config"])
     flag_values = SimpleNamespace(
