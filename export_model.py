@@ -38,9 +38,11 @@ from training.settings import (
     settings_from_flags,
     take_settings_of_run,
 )
+from training.tensorflow_logs import quiet_tensorflow_python_logs
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()
+quiet_tensorflow_python_logs()
 
 flags.DEFINE_enum(
     "task",
@@ -174,6 +176,10 @@ def main(_):
         given["doc_stride"] = default_stride(given["doc_stride"], window)
     check_flags(FLAGS, **given)
     bert_config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    if FLAGS.task in ("classifier", "ner", "squad") or FLAGS.preprocessor_export_dir:
+        # These pack requests to --max_seq_length (the ids-in exports take any length the
+        # model does): a longer one would read past the position table.
+        bert_config.check_max_seq_length(given["max_seq_length"])
     # TensorFlow loads here, once the command line is known to work.
     from jobs.export_run import ExportRun, export_model
 

@@ -28,6 +28,7 @@ from fileio.errors import run_command
 from training import flags as training_flags
 from training import memory_flags, own_data_flags
 from training.flag_rules import check_input_files, requested_splits
+from training.init_checkpoint import check_init_checkpoint
 from training.settings import settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
@@ -78,6 +79,7 @@ def main(_):
             ],
         )
     own_data_flags.read_requested_sets(FLAGS, processor, [split for split, _ in splits])
+    check_init_checkpoint(FLAGS, bert_config)
     training_flags.exit_if_dry_run(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.classifier_run import ClassifierRun, run_classifier

@@ -25,6 +25,7 @@ from fileio.errors import run_command
 from training import flags as training_flags
 from training import memory_flags
 from training.flag_rules import check_input_files, ner_window, requested_splits
+from training.init_checkpoint import check_init_checkpoint
 from training.settings import settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
@@ -72,6 +73,7 @@ def main(_):
     if FLAGS.label_file:
         files.append((FLAGS.label_file, "label_file", None))
     check_input_files(FLAGS, files)
+    check_init_checkpoint(FLAGS, bert_config)
     training_flags.exit_if_dry_run(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.ner_run import NerRun, run_ner

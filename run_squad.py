@@ -21,6 +21,7 @@ from modeling.config import BertConfig
 from training import flags as training_flags
 from training import memory_flags
 from training.flag_rules import check_flags, check_input_files
+from training.init_checkpoint import check_init_checkpoint
 from training.settings import log_at_info, settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
@@ -102,6 +103,7 @@ def main(_):
             files.append((FLAGS.predict_file, "predict_file", phase))
     check_input_files(FLAGS, files)
     tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+    check_init_checkpoint(FLAGS, bert_config)
     training_flags.exit_if_dry_run(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.squad_run import SquadRun, run_squad

@@ -22,9 +22,11 @@ from absl import flags
 from fileio.errors import UserError, run_command
 from training.flag_rules import check_flags
 from training.flags import quiet_tensorflow_logs
+from training.tensorflow_logs import quiet_tensorflow_python_logs
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()
+quiet_tensorflow_python_logs()
 
 flags.DEFINE_string(
     "model",

@@ -11,6 +11,7 @@ from data.ner.labels import LABELS_FILE, read_label_file
 from data.squad import evaluation
 from data.tokenization.full_tokenizer import load_vocab
 from fileio.atomic import atomic_directory
+from jobs.export_classifier import class_count_advice
 from modeling import tf1_checkpoint
 from modeling.formats.conversion import SAVED_MODEL_CONFIG
 from modeling.layers import weights_from_checkpoint
@@ -82,15 +83,25 @@ def _check_vocab(vocab_file, vocab_size):
         )
 
 
-def _load(task, variable_map, weights):
-    """Assigns every variable of the export from the weights, or says what does not fit."""
-    try:
-        tf1_checkpoint.assign_arrays(variable_map, weights.arrays, weights.source)
-    except ValueError as err:
-        raise ValueError(
-            f"{err}\n--task={task} reads a checkpoint written by {_TRAINED_BY[task]}; pass "
-            "--checkpoint of such a run (and its --bert_config_file and --task_name)."
-        ) from None
+def _load(task, variable_map, weights, advice=None):
+    """Assigns every variable of the export from the weights, or says what does not fit.
+
+    Args:
+        task: the --task exported.
+        variable_map: original name -> variable of the export's model.
+        weights: `_Weights`.
+        advice: the error's last sentence, where the caller knows better than the default
+            (which blames --bert_config_file and names the runner that writes such checkpoints).
+    """
+    problems = tf1_checkpoint.array_mismatches(variable_map, weights.arrays)
+    if problems:
+        advice = advice or (
+            f"{tf1_checkpoint.CONFIG_ADVICE}\n--task={task} reads a checkpoint written by "
+            f"{_TRAINED_BY[task]}; pass --checkpoint of such a run (and its --bert_config_file "
+            "and --task_name)."
+        )
+        raise tf1_checkpoint.mismatch_error(weights.source, problems, advice)
+    tf1_checkpoint.assign_arrays(variable_map, weights.arrays, weights.source)
 
 
 def _classifier(run, bert_config, weights):
@@ -106,7 +117,8 @@ def _classifier(run, bert_config, weights):
     multi_label = head.problem_type == "multi_label"
     task = ClassifierTask(bert_config, len(head.labels), regression, multi_label=multi_label)
     task.build_model()
-    _load(run.task, task.variable_map(), weights)
+    variable_map = task.variable_map()
+    _load(run.task, variable_map, weights, class_count_advice(run, head, variable_map, weights))
     export = ClassifierExport(
         task.model,
         run.vocab_file,

@@ -71,7 +71,7 @@ def _in_folder(path):
     return None
 
 
-def resolve_checkpoint_path(path):
+def resolve_checkpoint_path(path, flag=None):
     """Turns what a user passes as a checkpoint into the prefix of the files to read.
 
     Accepted, in this order: a prefix with a `.index` file; one of the checkpoint's own files
@@ -82,6 +82,8 @@ def resolve_checkpoint_path(path):
 
     Args:
         path: the flag's value.
+        flag: the flag's name (e.g. "--init_checkpoint"), for the messages; None names the
+            path alone.
 
     Returns:
         The checkpoint prefix (its `.index` exists).
@@ -90,8 +92,9 @@ def resolve_checkpoint_path(path):
         UserError: nothing matches, naming the path and what was looked for.
     """
     if not path:
-        raise UserError(f"No checkpoint path given: {_EXAMPLE}.")
+        raise UserError(f"No checkpoint path given{f' ({flag})' if flag else ''}: {_EXAMPLE}.")
     path = path.rstrip("/") or path
+    shown = f"{flag}={path}" if flag else path
     prefix = None
     if _has_index(path):
         prefix = path
@@ -101,14 +104,14 @@ def resolve_checkpoint_path(path):
         prefix = _in_folder(path)
         if prefix is None:
             raise UserError(
-                f"No checkpoint found in folder {path}: looked for a 'checkpoint' state file and "
-                f"*.index files there; {_EXAMPLE}."
+                f"No checkpoint found in folder {shown}: looked for a 'checkpoint' state file "
+                f"and *.index files there; {_EXAMPLE}."
             )
     else:
         prefix = _newest_numbered(path)
     if prefix is None:
         raise UserError(
-            f"Checkpoint not found: {path} (looked for {path}.index, numbered ones "
+            f"Checkpoint not found: {shown} (looked for {path}.index, numbered ones "
             f"{path}-<N>.index and a folder {path}); {_EXAMPLE}."
         )
     if prefix not in _LOGGED:

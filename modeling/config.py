@@ -167,15 +167,19 @@ class BertConfig:
         return self
 
     def check_max_seq_length(self, max_seq_length):
-        """Raises the original's error when inputs would be longer than the position table.
+        """Raises the original's error when inputs would be longer than the position table,
+        its words followed by the flag to change (every runner calls it --max_seq_length).
 
         Raises:
             ValueError: if `max_seq_length > max_position_embeddings`.
         """
         if max_seq_length > self.max_position_embeddings:
+            # The original's words first: scripts may look for them.
             raise ValueError(
                 f"Cannot use sequence length {max_seq_length} because the BERT model was only "
-                f"trained up to sequence length {self.max_position_embeddings}"
+                f"trained up to sequence length {self.max_position_embeddings}: pass "
+                f"--max_seq_length={self.max_position_embeddings} or less "
+                "(max_position_embeddings in --bert_config_file)."
             )
         return self
 

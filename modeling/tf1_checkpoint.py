@@ -15,7 +15,7 @@ from absl import logging
 from fileio.atomic import atomic_prefix
 
 # `resolve_checkpoint_path` (the one resolver of user paths) stays importable from here.
-from modeling.checkpoint_files import read_tensors, resolve_checkpoint_path
+from modeling.checkpoint_files import open_checkpoint, read_tensors, resolve_checkpoint_path
 
 # Training checkpoints (model.ckpt-N) keep state the original had no name for (dropout seeds,
 # the float16 loss scale) under this prefix.
@@ -73,6 +73,68 @@ def encoder_variable_map(bert_model):
         names.update(_layer_norm(f"{p}/output/LayerNorm", layer.output_block.layer_norm))
     names.update(_dense("bert/pooler/dense", bert_model.pooler.dense))
     return names
+
+
+def encoder_shapes(bert_config):
+    """Original name -> shape of every weight of a `BertModel` of `bert_config` (the names of
+    `encoder_variable_map`), from the config alone, so that a checkpoint can be checked against
+    a config before any model is built."""
+    h, inner = bert_config.hidden_size, bert_config.intermediate_size
+
+    def dense(prefix, width_in, width_out):
+        return {f"{prefix}/kernel": (width_in, width_out), f"{prefix}/bias": (width_out,)}
+
+    def layer_norm(prefix):
+        return {f"{prefix}/gamma": (h,), f"{prefix}/beta": (h,)}
+
+    shapes = {
+        "bert/embeddings/word_embeddings": (bert_config.vocab_size, h),
+        "bert/embeddings/token_type_embeddings": (bert_config.type_vocab_size, h),
+        "bert/embeddings/position_embeddings": (bert_config.max_position_embeddings, h),
+        **layer_norm("bert/embeddings/LayerNorm"),
+    }
+    for i in range(bert_config.num_hidden_layers):
+        p = f"bert/encoder/layer_{i}"
+        for part in ("query", "key", "value"):
+            shapes.update(dense(f"{p}/attention/self/{part}", h, h))
+        shapes.update(dense(f"{p}/attention/output/dense", h, h))
+        shapes.update(layer_norm(f"{p}/attention/output/LayerNorm"))
+        shapes.update(dense(f"{p}/intermediate/dense", h, inner))
+        shapes.update(dense(f"{p}/output/dense", inner, h))
+        shapes.update(layer_norm(f"{p}/output/LayerNorm"))
+    shapes.update(dense("bert/pooler/dense", h, h))
+    return shapes
+
+
+def encoder_misfits(prefix, bert_config):
+    """What keeps the checkpoint at `prefix` from initialising a model of `bert_config` the way
+    the fine-tuning runs load it (`assign_arrays(..., strict=False)`), read from its index alone.
+
+    Heads (`cls/*`, `output_*`) and training state are the task's business and skipped; weights
+    the checkpoint lacks are not misfits (the runs keep them as initialised, as the original).
+
+    Returns:
+        One phrase per weight of another shape than the config's model has, or absent from it;
+        empty when the checkpoint fits.
+
+    Raises:
+        DamagedCheckpointError: the index cannot be read.
+    """
+    shapes = open_checkpoint(prefix).get_variable_to_shape_map()
+    expected = encoder_shapes(bert_config)
+    misfits = []
+    for name in sorted(shapes):
+        if is_training_state(name) or _HEAD_NAME.search(name):
+            continue
+        shape = tuple(shapes[name])
+        if name not in expected:
+            misfits.append(f"{name} {_shape_str(shape)} is not in the config's model")
+        elif shape != expected[name]:
+            misfits.append(
+                f"{name} is {_shape_str(shape)} where the config's model has "
+                f"{_shape_str(expected[name])}"
+            )
+    return misfits
 
 
 def pretraining_heads_variable_map(heads):
@@ -154,6 +216,43 @@ def _shape_str(shape):
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+# The last line of a mismatch error where nothing more specific is known: most mismatches come
+# from a config of another model.
+CONFIG_ADVICE = (
+    "Check that --bert_config_file belongs to this checkpoint (layers, hidden size, vocab_size, "
+    "type_vocab_size, max_position_embeddings)."
+)
+
+
+def array_mismatches(variable_map, arrays, allow_missing=False, ignore_heads=True):
+    """The lines of `check_arrays_match`'s error: every name missing, unexpected or of another
+    shape (arguments as there); empty when the arrays fit."""
+    problems = []
+    for name, var in variable_map.items():
+        if name not in arrays:
+            if not allow_missing:
+                problems.append(f"  missing in checkpoint: {name} {_shape_str(var.shape)}")
+        elif tuple(arrays[name].shape) != tuple(var.shape):
+            problems.append(
+                f"  shape mismatch: {name}: checkpoint {_shape_str(arrays[name].shape)} vs "
+                f"model {_shape_str(var.shape)}"
+            )
+    for name in arrays:
+        if name not in variable_map and not (ignore_heads and _HEAD_NAME.search(name)):
+            problems.append(f"  unexpected in checkpoint: {name} {_shape_str(arrays[name].shape)}")
+    return problems
+
+
+def mismatch_error(source, problems, advice=CONFIG_ADVICE):
+    """The ValueError listing `problems` (lines of `array_mismatches`), `advice` its last line."""
+    return ValueError(
+        f"Checkpoint {source} does not match the model ({len(problems)} problems):\n"
+        + "\n".join(problems)
+        + "\n"
+        + advice
+    )
+
+
 def check_arrays_match(
     variable_map, arrays, source, allow_missing=False, ignore_heads=True, problems=()
 ):
@@ -171,26 +270,9 @@ def check_arrays_match(
     Raises:
         ValueError: listing missing names, unexpected names and shape mismatches (both shapes).
     """
-    problems = list(problems)
-    for name, var in variable_map.items():
-        if name not in arrays:
-            if not allow_missing:
-                problems.append(f"  missing in checkpoint: {name} {_shape_str(var.shape)}")
-        elif tuple(arrays[name].shape) != tuple(var.shape):
-            problems.append(
-                f"  shape mismatch: {name}: checkpoint {_shape_str(arrays[name].shape)} vs "
-                f"model {_shape_str(var.shape)}"
-            )
-    for name in arrays:
-        if name not in variable_map and not (ignore_heads and _HEAD_NAME.search(name)):
-            problems.append(f"  unexpected in checkpoint: {name} {_shape_str(arrays[name].shape)}")
+    problems = [*problems, *array_mismatches(variable_map, arrays, allow_missing, ignore_heads)]
     if problems:
-        raise ValueError(
-            f"Checkpoint {source} does not match the model ({len(problems)} problems):\n"
-            + "\n".join(problems)
-            + "\nCheck that --bert_config_file belongs to this checkpoint (layers, hidden size, "
-            "vocab_size, type_vocab_size, max_position_embeddings)."
-        )
+        raise mismatch_error(source, problems)
 
 
 def assign_arrays(variable_map, arrays, source="arrays", strict=True, log=True):

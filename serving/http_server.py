@@ -66,7 +66,13 @@ def read_instances(body, required, optional):
     shape = f'{{"instances": [{{{example}}}, ...]}} or one instance {{{example}}}'
     try:
         data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except RecursionError:
+        # Arrays or objects nested past Python's recursion limit: still the client's body.
+        raise BadRequest(
+            f"The request body nests arrays or objects too deeply to read: send {shape}."
+        ) from None
+    except ValueError as err:
+        # JSONDecodeError and UnicodeDecodeError, and any other value the decoder refuses.
         raise BadRequest(f"The request body is not JSON ({err}): send {shape}.") from None
     if not isinstance(data, dict):
         raise BadRequest(f"The request body is a JSON {type(data).__name__}: send {shape}.")

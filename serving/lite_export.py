@@ -32,6 +32,7 @@ import tensorflow as tf
 from absl import logging
 
 from serving.lite_files import SERVING_CONFIG, TFLITE_MODEL
+from serving.native_logs import held_back_notices
 from serving.tokenizer_json import write_tokenizer_json
 
 _ID_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -89,16 +90,19 @@ def convert(task, model, quantize="none"):
     Returns:
         bytes.
     """
-    signature = _frozen_signature(task, model)
-    temp = tempfile.mkdtemp(prefix="tflite-export-")
-    try:
-        tf.saved_model.save(tf.Module(), temp, signatures={"serving_default": signature})
-        converter = tf.lite.TFLiteConverter.from_saved_model(temp)
-        if quantize == "int8":
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        return converter.convert()
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
+    # The freezing and the converter log through absl's C++ logging, which
+    # TF_CPP_MIN_LOG_LEVEL does not reach.
+    with held_back_notices():
+        signature = _frozen_signature(task, model)
+        temp = tempfile.mkdtemp(prefix="tflite-export-")
+        try:
+            tf.saved_model.save(tf.Module(), temp, signatures={"serving_default": signature})
+            converter = tf.lite.TFLiteConverter.from_saved_model(temp)
+            if quantize == "int8":
+                converter.optimizations = [tf.lite.Optimize.DEFAULT]
+            return converter.convert()
+        finally:
+            shutil.rmtree(temp, ignore_errors=True)
 
 
 def write_tflite_export(

@@ -18,6 +18,7 @@ from data.tokenization.full_tokenizer import FullTokenizer
 from fileio.errors import UserError, first_line
 from serving.lite_files import SERVING_CONFIG, TFLITE_MODEL
 from serving.lite_tasks import TASKS
+from serving.native_logs import held_back_notices
 
 _ID_NAMES = ("input_ids", "input_mask", "segment_ids")
 # Outputs with one row per position (cut to each window's length); the others have one per
@@ -106,7 +107,11 @@ class LitePredictor:
         path = os.path.join(export_dir, TFLITE_MODEL)
         _check_sha256(path, self.config.get("model_sha256"))
         try:
-            interpreter = _interpreter_class()(model_path=path, num_threads=num_threads)
+            with held_back_notices():
+                interpreter = _interpreter_class()(model_path=path, num_threads=num_threads)
+                # The runtime applies XNNPACK, and announces it on stderr, at the first
+                # allocation: here, where the notice can be held back, not at the first request.
+                interpreter.allocate_tensors()
             self._runner = interpreter.get_signature_runner("serving_default")
         except (ValueError, RuntimeError) as err:
             raise UserError(

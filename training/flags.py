@@ -35,7 +35,7 @@ def _train(name):
 def quiet_tensorflow_logs():
     """No C++ start-up notices from TensorFlow (CPU features, oneDNN, and on machines without a
     GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them. A runner calls
-    it before TensorFlow loads."""
+    it before TensorFlow loads (its Python records: `training.tensorflow_logs`)."""
     on_gpu_machine = os.path.exists("/proc/driver/nvidia")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if on_gpu_machine else "3")
 

@@ -203,6 +203,43 @@ def test_mismatched_config_lists_every_problem(original_gelu):
         tf1_checkpoint.load_tf1_checkpoint(original_gelu["ckpt"], bert_model=BertModel(config))
 
 
+@pytest.mark.parametrize("overrides", [{}, {"num_hidden_layers": 3, "intermediate_size": 20}])
+def test_encoder_shapes_are_the_built_models(overrides):
+    """The shapes read from the config alone are those of the model the config builds."""
+    config = tiny_config(**overrides)
+    built = tf1_checkpoint.encoder_variable_map(BertModel(config))
+    assert tf1_checkpoint.encoder_shapes(config) == {n: tuple(v.shape) for n, v in built.items()}
+
+
+def test_encoder_misfits_follow_the_fine_tuning_load(original_gelu):
+    """What the fine-tuning runs' load (`strict=False`) would refuse, read from the index: the
+    original's checkpoint, with heads, optimizer slots and global_step, fits its own config and
+    a deeper one (the extra layers keep their initial values), not a narrower or shallower."""
+    config = BertConfig.from_json_file(original_gelu["config"])
+    layers = config.num_hidden_layers
+    assert tf1_checkpoint.encoder_misfits(original_gelu["ckpt"], config) == []
+    config.num_hidden_layers = layers + 1
+    assert tf1_checkpoint.encoder_misfits(original_gelu["ckpt"], config) == []
+    config.num_hidden_layers = layers - 1
+    misfits = tf1_checkpoint.encoder_misfits(original_gelu["ckpt"], config)
+    # 16 weights per layer, each named.
+    assert len(misfits) == 16 and all(f"/layer_{layers - 1}/" in m for m in misfits)
+    assert misfits[0] == (
+        f"bert/encoder/layer_{layers - 1}/attention/output/LayerNorm/beta [32] is not in the "
+        "config's model"
+    )
+    config.num_hidden_layers, config.intermediate_size = layers, 36
+    assert tf1_checkpoint.encoder_misfits(original_gelu["ckpt"], config) == [
+        f"bert/encoder/layer_{i}/{name} is [{shape}] where the config's model has [{fits}]"
+        for i in range(layers)
+        for name, shape, fits in (
+            ("intermediate/dense/bias", "37", "36"),
+            ("intermediate/dense/kernel", "32, 37", "32, 36"),
+            ("output/dense/kernel", "37, 32", "36, 32"),
+        )
+    ]
+
+
 def test_missing_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="Checkpoint not found: .*nope/bert_model.ckpt"):
         tf1_checkpoint.resolve_checkpoint_path(str(tmp_path / "nope" / "bert_model.ckpt"))

@@ -1,11 +1,18 @@
 """Checkpoints given to the command-line tools: a damaged one ends the command in one sentence
-naming the file, and a numbered prefix (as TensorFlow's savers write it) is found."""
+naming the file, a numbered prefix (as TensorFlow's savers write it) is found, and a fine-tuning
+runner refuses an --init_checkpoint that is absent or of another model before it writes."""
 
+import json
 import os
 import shutil
 import sys
 
+import pytest
+
+from tests.helpers.glue_tasks import write_sst2
+from tests.helpers.paths import TESTDATA
 from tests.helpers.scripts import REPO, run_in_repo
+from tests.helpers.squad_tasks import write_squad
 
 _FIX = "restore its files from a good copy or write the checkpoint again."
 
@@ -111,3 +118,94 @@ def test_init_checkpoint_finds_the_numbered_save(original_gelu, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Reading checkpoint {prefix} (for {given})" in result.stderr
     assert (tmp_path / "out.jsonl").read_text().count("\n") == 1
+
+
+def _fine_tuning_inputs(runner, tmp_path):
+    """The data flags of one short training run of `runner` (fine-tuning runners)."""
+    if runner == "run_classifier.py":
+        write_sst2(tmp_path / "sst2", num_train=8, num_dev=4, num_test=4)
+        return ["--task_name=SST-2", f"--data_dir={tmp_path / 'sst2'}"]
+    if runner == "run_ner.py":
+        return [f"--data_dir={os.path.join(TESTDATA, 'conll2003')}", "--doc_stride=8"]
+    write_squad(tmp_path / "train.json", num_paragraphs=2, seed=0)
+    return [f"--train_file={tmp_path / 'train.json'}", "--doc_stride=8", "--max_query_length=8"]
+
+
+@pytest.mark.parametrize(
+    "runner,case",
+    [
+        ("run_classifier.py", "absent"),
+        ("run_classifier.py", "other_config"),
+        ("run_ner.py", "other_config"),
+        ("run_squad.py", "absent"),
+    ],
+)
+def test_a_wrong_init_checkpoint_is_refused_before_anything_is_written(
+    original_gelu, tmp_path, runner, case
+):
+    """Not after train.tf_record: a path with no checkpoint, or a checkpoint whose weights
+    another config describes (its index read, not its weights), ends the run before
+    --output_dir exists."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]) + "\n")
+    config = original_gelu["config"]
+    checkpoint = original_gelu["ckpt"]
+    if case == "absent":
+        checkpoint = str(tmp_path / "nowhere" / "bert_model.ckpt")
+    else:
+        # The checkpoint's model with 16-wide layers instead of 32: every encoder weight
+        # disagrees.
+        config = tmp_path / "bert_config.json"
+        settings = json.loads(open(original_gelu["config"]).read())
+        config.write_text(json.dumps({**settings, "hidden_size": 16}))
+    out = tmp_path / "out"
+    result = _tool(
+        runner,
+        f"--vocab_file={vocab}",
+        f"--bert_config_file={config}",
+        f"--init_checkpoint={checkpoint}",
+        "--max_seq_length=16",
+        "--do_train",
+        f"--output_dir={out}",
+        *_fine_tuning_inputs(runner, tmp_path),
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    last = _last_line(result)
+    if case == "absent":
+        assert last.startswith(
+            f"{runner}: error: Checkpoint not found: --init_checkpoint={checkpoint} (looked for "
+            f"{checkpoint}.index"
+        ), last
+        assert "pass the prefix of the checkpoint files" in last
+    else:
+        assert last.startswith(
+            f"{runner}: error: --init_checkpoint={checkpoint} does not fit "
+            f"--bert_config_file={config} (bert/embeddings/LayerNorm/beta is [32] where the "
+            "config's model has [16]; "
+        ), last
+        assert last.endswith(
+            " more): pass the bert_config.json that came with the checkpoint, or a checkpoint "
+            "of the model it describes."
+        ), last
+    assert not out.exists()
+
+
+def test_a_resumed_run_does_not_read_its_init_checkpoint(original_gelu, tmp_path):
+    """A run that resumes from its own model.ckpt-N never reads --init_checkpoint, so a
+    checkpoint deleted since the first start does not stop it."""
+    from types import SimpleNamespace
+
+    from fileio.errors import UserError
+    from modeling.config import BertConfig
+    from training.init_checkpoint import check_init_checkpoint
+
+    config = BertConfig.from_json_file(original_gelu["config"])
+    flag_values = SimpleNamespace(
+        init_checkpoint=str(tmp_path / "deleted" / "bert_model.ckpt"),
+        output_dir=str(tmp_path / "out"),
+        bert_config_file=original_gelu["config"],
+    )
+    with pytest.raises(UserError, match="^Checkpoint not found: --init_checkpoint="):
+        check_init_checkpoint(flag_values, config)
+    _copy(original_gelu, tmp_path / "out", "model.ckpt-3")
+    assert check_init_checkpoint(flag_values, config) is None

@@ -452,7 +452,8 @@ def test_examples_split_on_the_last_separator(tmp_path):
         (
             ["--max_seq_length=65"],
             "Cannot use sequence length 65 because the BERT model was only "
-            "trained up to sequence length 64",
+            "trained up to sequence length 64: pass --max_seq_length=64 or less "
+            "(max_position_embeddings in --bert_config_file).",
         ),
     ],
 )

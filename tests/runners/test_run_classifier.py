@@ -128,7 +128,8 @@ def test_regression_stsb(minilm_tf1, tmp_path):
         (
             ["--max_seq_length=1000"],
             "Cannot use sequence length 1000 because the BERT model was "
-            "only trained up to sequence length 512",
+            "only trained up to sequence length 512: pass --max_seq_length=512 or less "
+            "(max_position_embeddings in --bert_config_file).",
         ),
     ],
 )

@@ -212,7 +212,8 @@ def test_squad_2_0_null_odds_and_threshold(minilm_tf1, trained):
         (
             ["--do_predict", "--predict_file=x.json", "--max_seq_length=1000"],
             "Cannot use sequence length 1000 because the BERT model was only trained up to "
-            "sequence length 512",
+            "sequence length 512: pass --max_seq_length=512 or less (max_position_embeddings "
+            "in --bert_config_file).",
         ),
     ],
 )

@@ -230,21 +230,48 @@ def test_an_existing_export_dir_is_replaced_only_with_overwrite(mrpc_run, minilm
     assert sorted(os.listdir(tmp_path)) == ["export"]  # no temporary folder left beside it
 
 
+def test_a_window_past_the_position_table_is_refused_first(minilm_tf1, tmp_path):
+    """--max_seq_length above max_position_embeddings: the original's sentence with the flag
+    and its fix, before TensorFlow loads or anything is written."""
+    export = tmp_path / "export"
+    checkpoint = minilm_tf1 / "bert_model.ckpt"
+    args = ("--task=classifier", "--task_name=MRPC")
+    result = _export(minilm_tf1, checkpoint, export, *args, max_seq_length=1024)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "export_model.py: error: Cannot use sequence length 1024 because the BERT model was only "
+        "trained up to sequence length 512: pass --max_seq_length=512 or less "
+        "(max_position_embeddings in --bert_config_file)."
+    )
+    assert "Reading checkpoint" not in result.stderr and not export.exists()
+
+
 @pytest.mark.parametrize(
-    "extra,message",
+    "extra,message,last_words",
     [
         # A pre-trained checkpoint has no classifier head.
-        (["--task_name=MRPC", "use_pretrained"], "missing in checkpoint: output_weights"),
-        # MNLI has 3 labels, the MRPC model 2.
+        (["--task_name=MRPC", "use_pretrained"], "missing in checkpoint: output_weights", None),
+        # MNLI has 3 labels, the MRPC model 2: the sentence blames --task_name, not the config,
+        # and names the task of the run's flags.txt.
         (
             ["--task_name=MNLI"],
             "shape mismatch: output_weights: checkpoint [2, 384] vs model [3, 384]",
+            [
+                "The checkpoint's classifier head has 2 outputs but --task_name=MNLI has 3 classes",
+                "pass --task_name=MRPC (the task its flags.txt names)",
+            ],
         ),
         # Neither a GLUE task nor a run_classifier output_dir (problem.json) says the head.
-        (["use_pretrained"], "--task=classifier needs the task the model was fine-tuned on"),
+        (
+            ["use_pretrained"],
+            "--task=classifier needs the task the model was fine-tuned on",
+            None,
+        ),
     ],
 )
-def test_refuses_a_checkpoint_of_another_task(mrpc_run, minilm_tf1, tmp_path, extra, message):
+def test_refuses_a_checkpoint_of_another_task(
+    mrpc_run, minilm_tf1, tmp_path, extra, message, last_words
+):
     checkpoint = str(mrpc_run["out"])
     task_name = extra[0].split("=")[1] if extra and "=" in extra[0] else None
     if "use_pretrained" in extra:
@@ -262,6 +289,47 @@ def test_refuses_a_checkpoint_of_another_task(mrpc_run, minilm_tf1, tmp_path, ex
         )
     assert message in str(raised.value)
     assert not export_dir.exists() and os.listdir(tmp_path) == []
+    if last_words:
+        # The line the user reads last (run_command prints the message as it is).
+        last = str(raised.value).splitlines()[-1]
+        for words in last_words:
+            assert words in last, last
+        assert "--bert_config_file" not in last and last.endswith(".")
+
+
+def test_a_label_list_of_another_run_is_named(tmp_path):
+    """A run of one's own data: the head's outputs against the labels.txt the export reads."""
+    sys.path.insert(0, REPO)
+    from data.own_data.labels import write_labels_file, write_problem_file
+    from tests.helpers.tiny_config import tiny_config, write_tiny_config
+    from tests.helpers.tiny_exports import VOCAB, _checkpoint
+    from training.tasks import ClassifierTask
+
+    config = tiny_config(vocab_size=len(VOCAB))
+    checkpoint = tmp_path / "run"
+    _checkpoint(ClassifierTask(config, 2, False), checkpoint, np.random.default_rng(0))
+    write_problem_file(str(checkpoint / "problem.json"), "single_label", False)
+    write_labels_file(str(checkpoint / "labels.txt"), ["ok", "spam"])
+    other = tmp_path / "other_labels.txt"
+    write_labels_file(str(other), ["billing", "bug", "other"])
+    write_tiny_config(tmp_path / "bert_config.json", vocab_size=len(VOCAB))
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    with pytest.raises(ValueError) as raised:
+        export_here(
+            tmp_path / "bert_config.json",
+            task="classifier",
+            checkpoint=checkpoint,
+            label_file=str(other),
+            vocab_file=tmp_path / "vocab.txt",
+            max_seq_length=16,
+            export_dir=tmp_path / "export",
+        )
+    assert str(raised.value).splitlines()[-1] == (
+        f"The checkpoint's classifier head has 2 outputs but {other} gives 3 classes, so they "
+        "are not the labels the model was fine-tuned on: pass --label_file with the labels.txt "
+        "of the run that wrote the checkpoint."
+    )
+    assert not (tmp_path / "export").exists()
 
 
 _SERVE_ANY = """

@@ -5,6 +5,7 @@ model calls, and bad requests or bad model folders get one sentence."""
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -194,6 +195,11 @@ def test_concurrent_requests_share_model_calls(server, classifier_predictor):
         ({"text_a": "a", "text_b": "b", "label": "1"}, ['"label"', "unknown"]),
         ({"instances": []}, ['"instances"', "non-empty"]),
         ([1, 2], ["JSON list"]),
+        # Deeper than Python's recursion limit: the client's error, never the model's.
+        (b"[" * 100_000, ["nests arrays or objects too deeply", '"instances"']),
+        (b'{"instances": ' * 50_000, ["nests arrays or objects too deeply"]),
+        # A number past Python's 4300-digit limit fails the decoder with a plain ValueError.
+        (b'{"text_a": "a", "text_b": ' + b"1" * 5000 + b"}", ["not JSON", "digits"]),
     ],
 )
 def test_a_bad_request_gets_400_and_a_sentence(server, body, words):
@@ -305,6 +311,44 @@ def test_an_int8_export_answers_over_http_close_to_float32(exports, classifier_p
         [a["probabilities"] for a in expected],
         atol=0.05,
     )
+
+
+def test_a_tflite_export_is_served_without_the_runtime_s_notices(exports, tmp_path):
+    """serve.py prints its own lines only; TF_CPP_MIN_LOG_LEVEL=0 brings back the TFLite
+    runtime's XNNPACK notice (printed by its C++, which the variable does not reach)."""
+    user_env = {k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    envs = {"default": user_env, "0": {**user_env, "TF_CPP_MIN_LOG_LEVEL": "0"}}
+    logs = {level: tmp_path / f"serve_{level}.log" for level in envs}
+    processes = {
+        level: subprocess.Popen(
+            [
+                sys.executable,
+                os.path.join(REPO, "serve.py"),
+                f"--model={exports['classifier_int8']}",
+                "--port=0",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=open(logs[level], "w"),
+            stderr=subprocess.STDOUT,
+        )
+        for level, env in envs.items()
+    }
+    try:
+        for level, process in processes.items():
+            address = _address(process, logs[level])
+            status, _ = _request(address, "POST", "/v1/predict", {"text_a": "a", "text_b": "b"})
+            assert status == 200
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    quiet = logs["default"].read_text().splitlines()
+    assert quiet and all(re.match(r"I\d{4} [\d:. ]+ serve_run\.py:\d+\] ", x) for x in quiet), quiet
+    assert "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." in logs["0"].read_text()
 
 
 def test_a_failing_model_gets_500_and_the_server_goes_on():
