@@ -15,9 +15,9 @@ the corpus is too small, which is logged).
 
 from absl import flags
 
+from command_line.flag_rules import check_flags
+from command_line.flags import quiet_tensorflow_logs
 from fileio.errors import run_command
-from training.flag_rules import check_flags
-from training.flags import quiet_tensorflow_logs
 from training.settings import log_at_info
 
 FLAGS = flags.FLAGS

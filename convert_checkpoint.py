@@ -24,9 +24,9 @@ Examples:
 
 from absl import flags, logging
 
+from command_line.flags import quiet_tensorflow_logs
 from fileio.errors import run_command
 from modeling.formats import INPUT_FORMATS, OUTPUT_FORMATS
-from training.flags import quiet_tensorflow_logs
 from training.settings import log_at_info, take_settings_of_run
 
 FLAGS = flags.FLAGS

@@ -22,23 +22,23 @@ written under a temporary name and renamed; an existing --export_dir is replaced
 
 from absl import flags
 
-from fileio.errors import UserError, run_command
-from modeling.config import BertConfig
-from training.flag_rules import check_flags, default_stride, ner_window, squad_window
-from training.flags import (
+from command_line.flag_rules import check_flags, default_stride, ner_window, squad_window
+from command_line.flags import (
     define_long_input_flags,
     define_precision_flag,
     quiet_tensorflow_logs,
     warn_if_given,
     warn_unused_long_input_flags,
 )
+from command_line.tensorflow_logs import quiet_tensorflow_python_logs
+from fileio.errors import UserError, run_command
+from modeling.config import BertConfig
 from training.settings import (
     TASK_DEFAULTS,
     log_at_info,
     settings_from_flags,
     take_settings_of_run,
 )
-from training.tensorflow_logs import quiet_tensorflow_python_logs
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()

@@ -12,21 +12,21 @@ Example:
 
 from absl import flags
 
+from command_line import flags as runner_flags
+from command_line.flag_rules import check_flags
 from data.extraction import options
 from data.tokenization.full_tokenizer import FullTokenizer
 from fileio.errors import run_command
 from modeling.config import BertConfig
-from training import flags as training_flags
-from training.flag_rules import check_flags
 from training.settings import log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS
-training_flags.quiet_tensorflow_logs()
+runner_flags.quiet_tensorflow_logs()
 
 flags.DEFINE_string("input_file", None, "One example per line: 'text_a' or 'text_a ||| text_b'.")
 flags.DEFINE_string("output_file", None, "The output file (--output_format).")
 flags.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated encoder layer indexes (-1 = last).")
-training_flags.define_model_flags()
+runner_flags.define_model_flags()
 flags.DEFINE_integer("max_seq_length", 128, "Padded length in WordPiece tokens.")
 flags.DEFINE_integer("batch_size", 32, "Batch size for prediction.")
 flags.DEFINE_bool("use_tpu", False, "Accepted for compatibility with the original; unused.")
@@ -36,7 +36,7 @@ flags.DEFINE_bool(
     "use_one_hot_embeddings", False, "Accepted for compatibility; a gather is used (same values)."
 )
 flags.DEFINE_bool("jit_compile", False, "Compile the forward pass with XLA.")
-training_flags.define_precision_flag()
+runner_flags.define_precision_flag()
 flags.DEFINE_bool(
     "pad_to_max_seq_length",
     False,
@@ -91,7 +91,7 @@ def parse_layer_indexes(text, num_layers):
 
 def main(_):
     log_at_info(FLAGS)
-    training_flags.warn_if_given(
+    runner_flags.warn_if_given(
         FLAGS,
         ("use_tpu", "master", "num_tpu_cores"),
         "extract_features runs on this machine's CPU or GPU, never on a TPU",

@@ -23,19 +23,19 @@ or a DataProcessor written for the original, unchanged: --processor=my_processor
 
 from absl import flags
 
+from command_line import flags as runner_flags
+from command_line import memory_flags, own_data_flags
+from command_line.flag_rules import check_input_files, requested_splits
+from command_line.init_checkpoint import check_init_checkpoint
 from data.glue.processors import canonical_task_name, is_glue_processor
 from fileio.errors import run_command
-from training import flags as training_flags
-from training import memory_flags, own_data_flags
-from training.flag_rules import check_input_files, requested_splits
-from training.init_checkpoint import check_init_checkpoint
 from training.settings import settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
-training_flags.quiet_tensorflow_logs()
+runner_flags.quiet_tensorflow_logs()
 
-training_flags.define_model_flags()
-training_flags.define_run_flags(fine_tuning=True, head_dropout=True, length_grouping=True)
+runner_flags.define_model_flags()
+runner_flags.define_run_flags(fine_tuning=True, head_dropout=True, length_grouping=True)
 flags.DEFINE_string("data_dir", None, "Directory with the task's .tsv files.")
 flags.DEFINE_string(
     "task_name",
@@ -52,19 +52,19 @@ flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
 flags.DEFINE_bool("do_predict", False, "Whether to run the model on the test set.")
 flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
 flags.DEFINE_string("xnli_language", "zh", "XNLI language (the original fixed it to zh).")
-training_flags.define_long_input_flags()
-training_flags.define_tpu_flags()
-training_flags.define_training_flags()
+runner_flags.define_long_input_flags()
+runner_flags.define_tpu_flags()
+runner_flags.define_training_flags()
 own_data_flags.define_own_data_flags()
 
 
 def main(_):
     if memory_flags.printed_memory_plan(FLAGS):
         return
-    bert_config, tokenizer = training_flags.check_fine_tuning(FLAGS)
-    training_flags.warn_unused_long_input_flags(FLAGS)
+    bert_config, tokenizer = runner_flags.check_fine_tuning(FLAGS)
+    runner_flags.warn_unused_long_input_flags(FLAGS)
     if FLAGS.long_inputs != "windows":
-        training_flags.warn_if_given(FLAGS, ("doc_stride",), "it applies to --long_inputs=windows")
+        runner_flags.warn_if_given(FLAGS, ("doc_stride",), "it applies to --long_inputs=windows")
     processor = own_data_flags.classifier_processor(FLAGS)
     glue = is_glue_processor(processor)
     task_name = canonical_task_name(FLAGS.task_name) if glue else FLAGS.task_name
@@ -80,13 +80,13 @@ def main(_):
         )
     own_data_flags.read_requested_sets(FLAGS, processor, [split for split, _ in splits])
     check_init_checkpoint(FLAGS, bert_config)
-    training_flags.exit_if_dry_run(FLAGS)
+    runner_flags.exit_if_dry_run(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.classifier_run import ClassifierRun, run_classifier
 
-    strategy = training_flags.start_tensorflow(FLAGS)
+    strategy = runner_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(ClassifierRun, FLAGS, task_name=task_name)
-    train_config = training_flags.train_config_from_flags(FLAGS, strategy)
+    train_config = runner_flags.train_config_from_flags(FLAGS, strategy)
     run_classifier(run, bert_config, processor, tokenizer, strategy, train_config)
 
 

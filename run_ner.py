@@ -21,19 +21,19 @@ import os
 
 from absl import flags
 
+from command_line import flags as runner_flags
+from command_line import memory_flags
+from command_line.flag_rules import check_input_files, ner_window, requested_splits
+from command_line.init_checkpoint import check_init_checkpoint
 from fileio.errors import run_command
-from training import flags as training_flags
-from training import memory_flags
-from training.flag_rules import check_input_files, ner_window, requested_splits
-from training.init_checkpoint import check_init_checkpoint
 from training.settings import settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
-training_flags.quiet_tensorflow_logs()
+runner_flags.quiet_tensorflow_logs()
 
 # Case carries much of the entity signal: this runner defaults to cased models.
-training_flags.define_model_flags(lower_case=False)
-training_flags.define_run_flags(fine_tuning=True, head_dropout=True, length_grouping=True)
+runner_flags.define_model_flags(lower_case=False)
+runner_flags.define_run_flags(fine_tuning=True, head_dropout=True, length_grouping=True)
 flags.DEFINE_string("data_dir", None, "Directory with train.txt, dev.txt and test.txt (CoNLL).")
 flags.DEFINE_string(
     "label_file", None, "Tags, one per line, with 'O' (default: learned from train.txt)."
@@ -56,16 +56,16 @@ flags.DEFINE_bool(
 flags.DEFINE_bool("do_eval", False, "Whether to run eval on dev.txt.")
 flags.DEFINE_bool("do_predict", False, "Whether to tag test.txt.")
 flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-training_flags.define_tpu_flags()
-training_flags.define_training_flags()
+runner_flags.define_tpu_flags()
+runner_flags.define_training_flags()
 
 
 def main(_):
     if memory_flags.printed_memory_plan(FLAGS):
         return
     if FLAGS.max_seq_length is not None and FLAGS.max_seq_length >= 3:
-        training_flags.resolve_default_stride(FLAGS, ner_window(FLAGS.max_seq_length))
-    bert_config, tokenizer = training_flags.check_fine_tuning(FLAGS)
+        runner_flags.resolve_default_stride(FLAGS, ner_window(FLAGS.max_seq_length))
+    bert_config, tokenizer = runner_flags.check_fine_tuning(FLAGS)
     files = [
         (os.path.join(FLAGS.data_dir, f"{split}.txt"), "data_dir", phase)
         for split, phase in requested_splits(FLAGS)
@@ -74,13 +74,13 @@ def main(_):
         files.append((FLAGS.label_file, "label_file", None))
     check_input_files(FLAGS, files)
     check_init_checkpoint(FLAGS, bert_config)
-    training_flags.exit_if_dry_run(FLAGS)
+    runner_flags.exit_if_dry_run(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.ner_run import NerRun, run_ner
 
-    strategy = training_flags.start_tensorflow(FLAGS)
+    strategy = runner_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(NerRun, FLAGS)
-    train_config = training_flags.train_config_from_flags(FLAGS, strategy)
+    train_config = runner_flags.train_config_from_flags(FLAGS, strategy)
     run_ner(run, bert_config, tokenizer, strategy, train_config)
 
 

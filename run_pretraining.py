@@ -11,24 +11,24 @@ The original's command lines work unchanged, e.g.:
 
 Running the same command again after an interruption resumes from the last checkpoint in
 --output_dir. New flags: --strategy, --precision, --use_xla, --optimizer,
---num_accumulation_steps, --gradient_checkpointing (see training/flags.py).
+--num_accumulation_steps, --gradient_checkpointing (see command_line/flags.py).
 """
 
 from absl import flags
 
+from command_line import flags as runner_flags
+from command_line import memory_flags
+from command_line.flag_rules import check_flags
 from fileio.errors import run_command
 from fileio.patterns import expand_file_patterns
 from modeling.config import BertConfig
-from training import flags as training_flags
-from training import memory_flags
-from training.flag_rules import check_flags
 from training.settings import log_at_info, settings_from_flags
 
 FLAGS = flags.FLAGS
-training_flags.quiet_tensorflow_logs()
+runner_flags.quiet_tensorflow_logs()
 
-training_flags.define_model_flags(with_vocab=False)
-training_flags.define_run_flags(fine_tuning=False)
+runner_flags.define_model_flags(with_vocab=False)
+runner_flags.define_run_flags(fine_tuning=False)
 flags.DEFINE_string("input_file", None, "TFRecord files (comma-separated globs).")
 flags.DEFINE_integer("max_seq_length", 128, "Must equal create_pretraining_data's value.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Must equal create_pretraining_data's value.")
@@ -37,8 +37,8 @@ flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
 flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps.")
 flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
-training_flags.define_tpu_flags()
-training_flags.define_training_flags()
+runner_flags.define_tpu_flags()
+runner_flags.define_training_flags()
 
 
 def main(_):
@@ -55,10 +55,10 @@ def main(_):
     # TensorFlow loads here, once the command line is known to work.
     from jobs.pretraining_run import PretrainingRun, run_pretraining
 
-    strategy = training_flags.start_tensorflow(FLAGS)
+    strategy = runner_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(PretrainingRun, FLAGS)
     run_pretraining(
-        run, bert_config, strategy, training_flags.train_config_from_flags(FLAGS, strategy)
+        run, bert_config, strategy, runner_flags.train_config_from_flags(FLAGS, strategy)
     )
 
 

@@ -15,20 +15,20 @@ With --do_predict it writes predictions.json and nbest_predictions.json (and nul
 
 from absl import flags
 
+from command_line import flags as runner_flags
+from command_line import memory_flags
+from command_line.flag_rules import check_flags, check_input_files
+from command_line.init_checkpoint import check_init_checkpoint
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
 from fileio.errors import run_command
 from modeling.config import BertConfig
-from training import flags as training_flags
-from training import memory_flags
-from training.flag_rules import check_flags, check_input_files
-from training.init_checkpoint import check_init_checkpoint
 from training.settings import log_at_info, settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
-training_flags.quiet_tensorflow_logs()
+runner_flags.quiet_tensorflow_logs()
 
-training_flags.define_model_flags()
-training_flags.define_run_flags(fine_tuning=True)
+runner_flags.define_model_flags()
+runner_flags.define_run_flags(fine_tuning=True)
 flags.DEFINE_string("train_file", None, "SQuAD json for training, e.g. train-v1.1.json.")
 flags.DEFINE_string("predict_file", None, "SQuAD json for predictions, e.g. dev-v1.1.json.")
 flags.DEFINE_integer(
@@ -73,8 +73,8 @@ flags.DEFINE_bool("version_2_with_negative", False, "SQuAD 2.0: some questions h
 flags.DEFINE_float(
     "null_score_diff_threshold", 0.0, "Predict no answer if null - best non-null > this."
 )
-training_flags.define_tpu_flags()
-training_flags.define_training_flags()
+runner_flags.define_tpu_flags()
+runner_flags.define_training_flags()
 
 
 def validate_flags_or_throw(bert_config):
@@ -104,18 +104,18 @@ def main(_):
     check_input_files(FLAGS, files)
     tokenizer = FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
     check_init_checkpoint(FLAGS, bert_config)
-    training_flags.exit_if_dry_run(FLAGS)
+    runner_flags.exit_if_dry_run(FLAGS)
     # TensorFlow loads here, once the command line is known to work.
     from jobs.squad_run import SquadRun, run_squad
 
-    strategy = training_flags.start_tensorflow(FLAGS)
+    strategy = runner_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(SquadRun, FLAGS)
     run_squad(
         run,
         bert_config,
         tokenizer,
         strategy,
-        training_flags.train_config_from_flags(FLAGS, strategy),
+        runner_flags.train_config_from_flags(FLAGS, strategy),
     )
 
 

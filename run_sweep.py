@@ -21,8 +21,8 @@ import os
 
 from absl import flags
 
+from command_line.flag_rules import check_flags
 from fileio.errors import run_command
-from training.flag_rules import check_flags
 from training.settings import default, log_at_info
 from training.sweep.settings import SweepSettings
 

@@ -19,10 +19,10 @@ import os
 
 from absl import flags
 
+from command_line.flag_rules import check_flags
+from command_line.flags import quiet_tensorflow_logs
+from command_line.tensorflow_logs import quiet_tensorflow_python_logs
 from fileio.errors import UserError, run_command
-from training.flag_rules import check_flags
-from training.flags import quiet_tensorflow_logs
-from training.tensorflow_logs import quiet_tensorflow_python_logs
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()

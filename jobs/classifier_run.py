@@ -8,6 +8,7 @@ from absl import logging
 
 from data.classification import eval_results as own_results
 from data.classification.class_weights import class_weights_for
+from data.classification.eval_results import classifier_eval_results, problem_type_of
 from data.classification.predictions import PREDICTIONS_FILE, write_prediction_file
 from data.classification.report import write_report_files
 from data.classification.thresholds import (
@@ -16,7 +17,6 @@ from data.classification.thresholds import (
     write_thresholds_file,
 )
 from data.dev_metrics import official_metric
-from data.glue import metrics
 from data.glue.features import convert_examples_to_features, label_id_of
 from data.glue.long_inputs import aggregate_windows, convert_long_examples
 from data.glue.processor_base import PaddingInputExample
@@ -67,50 +67,11 @@ class ClassifierRun:
     min_label_positives: int = 5
 
 
-REPORT_FILE = "eval_report.tsv"
-CONFUSION_FILE = "confusion_matrix.tsv"
-CONFUSION_PLOT = "confusion_matrix.png"
-
-
-def problem_type_of(processor):
-    """ "single_label", "multi_label" or "regression": what the processor's labels are."""
-    if processor.is_regression:
-        return own_results.REGRESSION
-    if getattr(processor, "is_multi_label", False):
-        return own_results.MULTI_LABEL
-    return own_results.SINGLE_LABEL
-
-
 def _eval_metrics(run, processor, outputs, batch_size, prefix="", thresholds=None):
-    """eval_results entries from per-example outputs: the original keys plus the task's (GLUE's
-    official metrics, or `data.classification.eval_results` for a task of the user's own)."""
-    real = outputs["real"] > 0
-    losses = outputs["per_example_loss"]
-    # The Estimator's `loss` is the mean over eval batches of each batch's mean loss.
-    batch_means = [losses[i : i + batch_size].mean() for i in range(0, len(losses), batch_size)]
-    predictions = outputs["predictions"]
-    labels = outputs["labels"]
-    problem = problem_type_of(processor)
-    results = {"eval_loss": float(losses[real].mean()), "loss": float(np.mean(batch_means))}
-    if is_glue_processor(processor):
-        if problem == own_results.SINGLE_LABEL:
-            predictions = np.argmax(predictions, axis=-1)
-            results["eval_accuracy"] = float(metrics.accuracy(predictions[real], labels[real]))
-        results.update(metrics.glue_metrics(run.task_name, predictions[real], labels[real]))
-    else:
-        results.update(
-            own_results.own_task_results(
-                problem, predictions[real], labels[real], processor.get_labels(), thresholds
-            )
-        )
-    if prefix:
-        results = {
-            k.replace("eval_", f"eval_{prefix}_", 1)
-            if k.startswith("eval_")
-            else f"{prefix}_{k}": v
-            for k, v in results.items()
-        }
-    return results
+    """eval_results entries of per-example outputs (`classifier_eval_results`)."""
+    return classifier_eval_results(
+        processor, run.task_name, outputs, batch_size, prefix, thresholds
+    )
 
 
 def _report_files(output_dir, processor, outputs, thresholds=None):

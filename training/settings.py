@@ -80,7 +80,7 @@ class TrainConfig:
     """Everything the loop needs besides the task and the data.
 
     Each field but the last five is the runner flag of the same name, and its default here is
-    the flag's (`training.flags` reads it from this class), so a setting has one default;
+    the flag's (`command_line.flags` reads it from this class), so a setting has one default;
     `settings_from_flags` fills a `TrainConfig` from the flags.
 
     Attributes:
@@ -140,7 +140,7 @@ class TrainConfig:
         if not isinstance(self.num_accumulation_steps, int):
             raise ValueError(
                 f"--num_accumulation_steps={self.num_accumulation_steps} must be resolved to a "
-                "number first (training.memory_flags.resolve_accumulation)."
+                "number first (command_line.memory_flags.resolve_accumulation)."
             )
         per_update = num_replicas * self.num_accumulation_steps
         if self.train_batch_size % per_update:

@@ -20,6 +20,7 @@ from data.classification import thresholds as threshold_rules
 from data.classification.multilabel_metrics import multilabel_scores
 from data.classification.report import class_report
 from data.glue import metrics
+from data.glue.processors import is_glue_processor
 
 SINGLE_LABEL, MULTI_LABEL, REGRESSION = "single_label", "multi_label", "regression"
 # The official dev metric of each problem type (data.dev_metrics reads it).
@@ -111,3 +112,52 @@ def own_task_results(problem_type, predictions, labels, label_names, thresholds=
         "eval_accuracy": metrics.accuracy(ids, labels),
         "eval_macro_f1": float(macro["f1"]),
     }
+
+
+def problem_type_of(processor):
+    """`SINGLE_LABEL`, `MULTI_LABEL` or `REGRESSION`: what a `DataProcessor`'s labels are."""
+    if processor.is_regression:
+        return REGRESSION
+    if getattr(processor, "is_multi_label", False):
+        return MULTI_LABEL
+    return SINGLE_LABEL
+
+
+def classifier_eval_results(processor, task_name, outputs, batch_size, prefix="", thresholds=None):
+    """A classifier run's eval_results entries from its per-example dev outputs: the original's
+    `eval_loss` and `loss`, plus the GLUE task's official metrics or `own_task_results`.
+
+    Args:
+        processor: the run's `DataProcessor`.
+        task_name: the run's --task_name (a GLUE task's picks its metrics).
+        outputs: numpy `predictions`, `labels`, `per_example_loss` and `real` per example.
+        batch_size: the evaluation batch size (the original's `loss` is the mean of each
+            batch's mean).
+        prefix: a further dev set's name (MNLI's `mismatched`): keys `eval_<prefix>_...`.
+        thresholds: multi-label: float `[C]`.
+    """
+    real = outputs["real"] > 0
+    losses = outputs["per_example_loss"]
+    batch_means = [losses[i : i + batch_size].mean() for i in range(0, len(losses), batch_size)]
+    predictions = outputs["predictions"]
+    labels = outputs["labels"]
+    problem = problem_type_of(processor)
+    results = {"eval_loss": float(losses[real].mean()), "loss": float(np.mean(batch_means))}
+    if is_glue_processor(processor):
+        if problem == SINGLE_LABEL:
+            predictions = np.argmax(predictions, axis=-1)
+            results["eval_accuracy"] = float(metrics.accuracy(predictions[real], labels[real]))
+        results.update(metrics.glue_metrics(task_name, predictions[real], labels[real]))
+    else:
+        names = processor.get_labels()
+        results.update(
+            own_task_results(problem, predictions[real], labels[real], names, thresholds)
+        )
+    if prefix:
+        results = {
+            k.replace("eval_", f"eval_{prefix}_", 1)
+            if k.startswith("eval_")
+            else f"{prefix}_{k}": v
+            for k, v in results.items()
+        }
+    return results

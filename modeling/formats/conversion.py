@@ -15,14 +15,12 @@ arrays (the encoder and, when present, the `cls/*` pretraining heads) and the pa
 * `keras_hub`: a keras-hub `BertBackbone` / `BertMaskedLM` preset directory.
 """
 
-import json
 import os
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
-from fileio.atomic import atomic_directory, require_free_space, write_atomically, write_safetensors
+from fileio.atomic import atomic_directory, require_free_space, write_atomically
 from fileio.errors import UserError, first_line
 from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
@@ -31,7 +29,6 @@ from modeling.formats import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
     hf_export,
-    hf_names,
     keras_hub,
     model_garden,
     task_heads,
@@ -268,30 +265,6 @@ def _copy_vocab(vocab, output_dir):
     return target
 
 
-def _write_hf(directory, config, arrays, labels, problem_type=None):
-    kept = hf_export.hf_arrays(arrays)
-    left_out = sorted(set(arrays) - set(kept))
-    if left_out:
-        logging.warning(
-            "Left out of the Hugging Face folder (%s holds no such tensors): %s",
-            hf_export.hf_config(config, kept)["architectures"][0],
-            ", ".join(left_out),
-        )
-    arrays = kept
-    weights = os.path.join(directory, "model.safetensors")
-    # transformers refuses a file without a "format" and reads "pt" as torch's names and layout.
-    write_safetensors(weights, hf_names.original_to_hf(arrays), metadata={"format": "pt"})
-    settings = os.path.join(directory, "config.json")
-    text = (
-        json.dumps(
-            hf_export.hf_config(config, arrays, labels, problem_type), indent=2, sort_keys=True
-        )
-        + "\n"
-    )
-    write_atomically(settings, text.encode("utf-8"))
-    return [settings, weights]
-
-
 def check_output_dir(output_dir, overwrite):
     """Refuses an existing, non-empty `output_dir` unless `overwrite`; call it before any work.
 
@@ -377,7 +350,9 @@ def write_weights(
             require_free_space(temp, size + 4096 * len(model.weights), output_dir)
             model.save_weights(written[0])
         elif output_format == "hf":
-            written = _write_hf(temp, config, arrays, labels, problem_type)
+            written = hf_export.write_hf(
+                temp, config, arrays, labels, problem_type, do_lower_case, bool(vocab)
+            )
         elif output_format == "keras_hub":
             keras_hub.write_keras_hub(temp, config, arrays, vocab, do_lower_case)
             written = [os.path.join(temp, n) for n in sorted(tf.io.gfile.listdir(temp))]
@@ -390,15 +365,7 @@ def write_weights(
             written.append(os.path.join(temp, "bert_config.json"))
         if vocab and output_format != "keras_hub":
             written.append(_copy_vocab(vocab, temp))
-        extra_files = dict(extra_files or {})
-        if vocab and output_format == "hf":
-            max_length = config.max_position_embeddings
-            extra_files.update(hf_export.tokenizer_files(do_lower_case, max_length))
-        elif output_format == "hf":
-            logging.warning(
-                "No vocab.txt came with the input: the Hugging Face folder has no tokenizer."
-            )
-        for name, text in extra_files.items():
+        for name, text in (extra_files or {}).items():
             written.append(os.path.join(temp, name))
             write_atomically(written[-1], text.encode("utf-8"))
     return [os.path.join(output_dir, os.path.relpath(p, temp)) for p in written]

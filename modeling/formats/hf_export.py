@@ -8,7 +8,11 @@ tensors' names come from `modeling.formats.hf_names`; `modeling.formats.conversi
 """
 
 import json
+import os
 
+from absl import logging
+
+from fileio.atomic import write_atomically, write_safetensors
 from modeling.formats import hf_names, task_heads
 
 # The special tokens of Google's vocabularies, by their role in transformers' BertTokenizer.
@@ -113,3 +117,45 @@ def tokenizer_files(do_lower_case, max_length):
         "tokenizer_config.json": _json_text(settings),
         "special_tokens_map.json": _json_text(SPECIAL_TOKENS),
     }
+
+
+def write_hf(directory, config, arrays, labels=None, problem_type=None, do_lower_case=True,
+             with_tokenizer=False):  # fmt: skip
+    """Writes `model.safetensors` and `config.json` (and with `with_tokenizer`, a vocab.txt
+    being copied beside them, the tokenizer's files) into `directory`.
+
+    Args:
+        directory: an existing folder (the conversion's temporary one).
+        config: `BertConfig`.
+        arrays: dict original name -> array; tensors the HF class cannot hold are left out,
+            with a warning.
+        labels, problem_type: a task head's classes and HF `problem_type` (`hf_config`).
+        do_lower_case: the tokenizer's casing.
+        with_tokenizer: write `tokenizer_config.json` and `special_tokens_map.json`.
+
+    Returns:
+        The files written.
+    """
+    kept = hf_arrays(arrays)
+    left_out = sorted(set(arrays) - set(kept))
+    if left_out:
+        logging.warning(
+            "Left out of the Hugging Face folder (%s holds no such tensors): %s",
+            hf_config(config, kept)["architectures"][0],
+            ", ".join(left_out),
+        )
+    weights = os.path.join(directory, "model.safetensors")
+    # transformers refuses a file without a "format" and reads "pt" as torch's names and layout.
+    write_safetensors(weights, hf_names.original_to_hf(kept), metadata={"format": "pt"})
+    files = {"config.json": _json_text(hf_config(config, kept, labels, problem_type))}
+    if with_tokenizer:
+        files.update(tokenizer_files(do_lower_case, config.max_position_embeddings))
+    else:
+        logging.warning(
+            "No vocab.txt came with the input: the Hugging Face folder has no tokenizer."
+        )
+    written = [weights]
+    for name, text in files.items():
+        written.append(os.path.join(directory, name))
+        write_atomically(written[-1], text.encode("utf-8"))
+    return written

@@ -195,9 +195,9 @@ def test_a_resumed_run_does_not_read_its_init_checkpoint(original_gelu, tmp_path
     checkpoint deleted since the first start does not stop it."""
     from types import SimpleNamespace
 
+    from command_line.init_checkpoint import check_init_checkpoint
     from fileio.errors import UserError
     from modeling.config import BertConfig
-    from training.init_checkpoint import check_init_checkpoint
 
     config = BertConfig.from_json_file(original_gelu["config"])
     flag_values = SimpleNamespace(

@@ -94,7 +94,7 @@ def test_tensorflow_s_python_records_show_at_verbosity_1():
 
     from absl import logging as absl_logging
 
-    from training.tensorflow_logs import _TensorFlowDetails, quiet_tensorflow_python_logs
+    from command_line.tensorflow_logs import _TensorFlowDetails, quiet_tensorflow_python_logs
 
     folder = importlib.util.find_spec("tensorflow").submodule_search_locations[0]
     quiet_tensorflow_python_logs()

@@ -1,4 +1,4 @@
-"""training.flag_rules: the sizes and settings every runner refuses at start-up."""
+"""command_line.flag_rules: the sizes and settings every runner refuses at start-up."""
 
 import glob
 import os
@@ -6,10 +6,10 @@ import re
 
 import pytest
 
+from command_line import flag_rules
+from command_line.flag_rules import check_flags
 from fileio.errors import UserError
 from tests.helpers.paths import REPO
-from training import flag_rules
-from training.flag_rules import check_flags
 
 # The defaults of the runners that define these flags (run_squad's window and lengths).
 _SQUAD = {"max_seq_length": 384, "max_query_length": 64, "doc_stride": 128}
@@ -159,7 +159,7 @@ def test_a_default_stride_always_overlaps_its_windows(default, window, expected)
 
 
 def _numeric_flags_of_the_runners():
-    """(file, flag) for every integer/float flag the runners and training/flags.py define."""
+    """(file, flag) for every integer/float flag the runners and command_line/flags.py define."""
     sources = glob.glob(os.path.join(REPO, "*.py")) + [os.path.join(REPO, "training", "flags.py")]
     found = []
     for path in sources:

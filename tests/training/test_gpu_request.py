@@ -85,14 +85,14 @@ class _Flags(types.SimpleNamespace):
     ],
 )
 def test_num_gpus_selects_mirrored(strategy, use_tpu, num_gpus, expected):
-    from training.flags import strategy_name
+    from command_line.flags import strategy_name
 
     flags = _Flags(strategy=strategy, use_tpu=use_tpu, num_gpus=num_gpus)
     assert strategy_name(flags) == expected
 
 
 def test_num_gpus_with_tpu_or_several_hosts_is_refused():
-    from training.flags import strategy_name
+    from command_line.flags import strategy_name
 
     with pytest.raises(UserError) as err:
         strategy_name(_Flags(strategy="multi_worker_mirrored", use_tpu=False, num_gpus=2))

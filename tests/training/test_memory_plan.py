@@ -1,5 +1,5 @@
 """--num_accumulation_steps=auto and the memory estimate (training/memory_plan.py,
-training/memory_flags.py): the flag's values, the choice recorded for a resume, the estimate's
+command_line/memory_flags.py): the flag's values, the choice recorded for a resume, the estimate's
 parameter count against the model, and a run whose budget forces accumulation staying within
 it, its peak measured."""
 
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from command_line.flag_rules import check_flags
+from command_line.memory_flags import StepsOrAuto, resolve_accumulation
 from fileio.errors import UserError, explain
 from tests.helpers.pretraining_records import write_records
 from tests.helpers.scripts import ENV, REPO
 from tests.helpers.tiny_config import tiny_config, write_tiny_config
 from training import memory_plan
-from training.flag_rules import check_flags
-from training.memory_flags import StepsOrAuto, resolve_accumulation
 
 
 def test_accumulation_flag_takes_integers_and_auto():

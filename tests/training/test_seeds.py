@@ -1,6 +1,6 @@
 """--init_seed and --data_seed: each seeds one thing, and without them --seed seeds both as before.
 
-The run's real seeding (`training.flags.seed_from_flags`), its real model and its real training
+The run's real seeding (`command_line.flags.seed_from_flags`), its real model and its real training
 input pipeline, compared with the original's one seed (`keras.utils.set_random_seed(seed)` and
 the same seed for the shuffle).
 """
@@ -11,10 +11,10 @@ import keras
 import numpy as np
 import pytest
 
+from command_line.flags import seed_from_flags
 from data.glue.features import ClassifierFeatures
 from data.glue.records import classifier_dataset, write_classifier_tfrecord
 from tests.helpers.tiny_config import tiny_config
-from training.flags import seed_from_flags
 from training.settings import TrainConfig
 from training.tasks import ClassifierTask
 

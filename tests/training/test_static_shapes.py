@@ -183,7 +183,7 @@ class _Flags(types.SimpleNamespace):
 
 
 def test_tpu_flags_reach_the_resolver(monkeypatch):
-    from training import flags as training_flags
+    from command_line import flags as runner_flags
 
     _fake_tpu(monkeypatch, cores=8)
     flags = _Flags(
@@ -200,7 +200,7 @@ def test_tpu_flags_reach_the_resolver(monkeypatch):
         collective_timeout=None,
         given=set(),
     )
-    strategy = training_flags.strategy_from_flags(flags)
+    strategy = runner_flags.strategy_from_flags(flags)
     assert strategy.num_replicas_in_sync == 8
     # --master stands for the TPU when --tpu_name is not given, as in the original.
     assert _FakeResolver.calls == [
@@ -209,9 +209,9 @@ def test_tpu_flags_reach_the_resolver(monkeypatch):
     # --num_tpu_cores given on the command line is checked against the TPU.
     flags.given.add("num_tpu_cores")
     with pytest.raises(ValueError, match="--num_tpu_cores=32 but the TPU .* has 8 cores"):
-        training_flags.strategy_from_flags(flags)
+        runner_flags.strategy_from_flags(flags)
     flags.tpu_name, flags.num_tpu_cores = "my-tpu", 8
-    training_flags.strategy_from_flags(flags)
+    runner_flags.strategy_from_flags(flags)
     assert _FakeResolver.calls[-1]["tpu"] == "my-tpu"
 
 

@@ -1,7 +1,7 @@
 """The memory flags of the training runners: `--num_accumulation_steps=auto`,
 `--memory_budget_gb` and `--print_memory_plan` (the estimates: `training.memory_plan`).
 
-Only runners import this module (through `training.flags`); TensorFlow-free until `auto` asks
+Only runners import this module (through `command_line.flags`); TensorFlow-free until `auto` asks
 for the device's memory.
 """
 
@@ -34,7 +34,7 @@ class StepsOrAuto(flags.IntegerParser):
 
 
 def define_memory_flags():
-    """--memory_budget_gb and --print_memory_plan (--num_accumulation_steps: `training.flags`,
+    """--memory_budget_gb and --print_memory_plan (--num_accumulation_steps: `command_line.flags`,
     with `StepsOrAuto`)."""
     flags.DEFINE_float(
         "memory_budget_gb",

@@ -1,5 +1,5 @@
 """TensorFlow's Python log records in a runner's output (its C++ notices:
-`training.flags.quiet_tensorflow_logs`, called before TensorFlow loads).
+`command_line.flags.quiet_tensorflow_logs`, called before TensorFlow loads).
 """
 
 import importlib.util

@@ -11,11 +11,11 @@ import sys
 
 from absl import flags, logging
 
+from command_line import memory_flags
+from command_line.flag_rules import check_flags, default_stride
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
 from fileio.errors import UserError
 from modeling.config import BertConfig
-from training import memory_flags
-from training.flag_rules import check_flags, default_stride
 from training.settings import (
     PRECISIONS,
     STRATEGIES,
@@ -35,7 +35,7 @@ def _train(name):
 def quiet_tensorflow_logs():
     """No C++ start-up notices from TensorFlow (CPU features, oneDNN, and on machines without a
     GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them. A runner calls
-    it before TensorFlow loads (its Python records: `training.tensorflow_logs`)."""
+    it before TensorFlow loads (its Python records: `command_line.tensorflow_logs`)."""
     on_gpu_machine = os.path.exists("/proc/driver/nvidia")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if on_gpu_machine else "3")
 
@@ -366,7 +366,7 @@ def check_fine_tuning(flag_values):
         (bert_config, tokenizer).
 
     Raises:
-        ValueError: a size or setting that cannot work (`training.flag_rules`), a cased/uncased
+        ValueError: a size or setting that cannot work (`command_line.flag_rules`), a cased/uncased
             mismatch with a known Google checkpoint, none of --do_train/--do_eval/--do_predict,
             or --max_seq_length beyond the model's positions.
     """
