@@ -73,6 +73,13 @@ _VALUE_RULES = (
     ("max_batch_size", _AT_LEAST_1, "pass the instances per model call, e.g. 32", None),
     ("batch_timeout_ms", _AT_LEAST_0, "pass the milliseconds a batch waits for more, or 0", None),
     ("num_threads", _AT_LEAST_1, "pass a thread count, or leave it out for all cores", None),
+    ("memory_budget_gb", _POSITIVE, "pass one device's memory in GB, e.g. 16", None),
+    (
+        "min_label_positives",
+        _AT_LEAST_0,
+        "pass the positive dev examples a label needs for a threshold of its own, e.g. 5",
+        None,
+    ),
     ("num_iterations", _AT_LEAST_1, "pass the learner's rounds, e.g. 4", None),
     ("max_token_chars", _AT_LEAST_1, "pass the longest piece in characters, e.g. 32", None),
     ("progress_interval_s", _POSITIVE, "pass the seconds between progress lines, e.g. 10", None),

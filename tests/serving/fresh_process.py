@@ -12,7 +12,7 @@ from tests.helpers.scripts import ENV
 # Prepended to every script: fails if any project package is importable.
 _GUARD = """
 import importlib.util, sys
-for _name in ("modeling", "data", "training", "serving", "fileio"):
+for _name in ("modeling", "data", "training", "serving", "fileio", "command_line", "jobs"):
     _spec = importlib.util.find_spec(_name)
     assert _spec is None or "site-packages" in str(_spec.origin), (_name, _spec)
 """

@@ -159,8 +159,10 @@ def test_a_default_stride_always_overlaps_its_windows(default, window, expected)
 
 
 def _numeric_flags_of_the_runners():
-    """(file, flag) for every integer/float flag the runners and command_line/flags.py define."""
-    sources = glob.glob(os.path.join(REPO, "*.py")) + [os.path.join(REPO, "training", "flags.py")]
+    """(file, flag) for every integer/float flag the runners and command_line/ define."""
+    sources = glob.glob(os.path.join(REPO, "*.py")) + glob.glob(
+        os.path.join(REPO, "command_line", "*.py")
+    )
     found = []
     for path in sources:
         text = open(path, encoding="utf-8").read()
