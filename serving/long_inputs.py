@@ -7,14 +7,8 @@ as run_classifier evaluates and predicts with the same `--long_inputs`.
 
 import tensorflow as tf
 
-from data.tokenization.preprocessor import pack_inputs, truncated_pair_lengths
+from data.tokenization.preprocessor import pack_inputs, row_prefix, truncated_lengths_graph
 from serving.windows import first_max, sliding_windows
-
-
-def _prefix(ids, lengths):
-    """The first `lengths[i]` values of each row of the ragged `ids`."""
-    positions = tf.ragged.range(ids.row_lengths())
-    return tf.ragged.boolean_mask(ids, positions < tf.expand_dims(lengths, 1))
 
 
 def _empty_like_rows(lengths):
@@ -69,7 +63,7 @@ def head_tail_inputs(ids_a, ids_b, max_seq_length, head_tokens, cls_id, sep_id):
     len_b = ids_b.row_lengths()
     # A second text without pieces reads as a single text (the original's `if tokens_b:`).
     is_pair = len_b > 0
-    pair_a, pair_b = truncated_pair_lengths(len_a, len_b, max_seq_length - 3)
+    pair_a, pair_b = truncated_lengths_graph(len_a, len_b, max_seq_length - 3)
     keep_a = tf.where(is_pair, pair_a, tf.minimum(len_a, max_seq_length - 2))
     keep_b = tf.where(is_pair, pair_b, tf.zeros_like(len_b))
     # Cut to those lengths, the texts fit, so packing keeps them whole.
@@ -105,12 +99,12 @@ def window_inputs(ids_a, ids_b, max_seq_length, doc_stride, cls_id, sep_id):
     # pair_room: text_a keeps what text_b leaves it, at least half the budget (its end cut),
     # text_b the rest.
     budget = max_seq_length - 3
-    pair_keep_a = tf.minimum(len_a, tf.maximum(budget - len_b, budget - budget // 2))
+    pair_keep_a, _ = truncated_lengths_graph(len_a, len_b, budget)
     room = tf.where(is_pair, budget - pair_keep_a, max_seq_length - 2)
     none_a = tf.zeros_like(len_a)
-    fixed = _prefix(ids_a, tf.where(is_pair, pair_keep_a, none_a))
+    fixed = row_prefix(ids_a, tf.where(is_pair, pair_keep_a, none_a))
     # Rows without a second text window over their first; the other rows' B is empty there.
-    windowed = tf.concat([_prefix(ids_a, tf.where(is_pair, none_a, len_a)), ids_b], axis=1)
+    windowed = tf.concat([row_prefix(ids_a, tf.where(is_pair, none_a, len_a)), ids_b], axis=1)
     num_windowed = windowed.row_lengths()
     stride = tf.maximum(room // 2, 1) if doc_stride is None else doc_stride
     starts, lengths = sliding_windows(num_windowed, room, stride)
@@ -129,10 +123,13 @@ def window_inputs(ids_a, ids_b, max_seq_length, doc_stride, cls_id, sep_id):
     num_pieces = pieces.row_lengths()
     no_pieces = tf.zeros_like(num_pieces)
     part_a = tf.concat(
-        [tf.gather(fixed, rows), _prefix(pieces, tf.where(window_is_pair, no_pieces, num_pieces))],
+        [
+            tf.gather(fixed, rows),
+            row_prefix(pieces, tf.where(window_is_pair, no_pieces, num_pieces)),
+        ],
         axis=1,
     )
-    part_b = _prefix(pieces, tf.where(window_is_pair, num_pieces, no_pieces))
+    part_b = row_prefix(pieces, tf.where(window_is_pair, num_pieces, no_pieces))
     return pack_inputs(part_a, part_b, max_seq_length, cls_id, sep_id), rows
 
 

@@ -22,20 +22,12 @@ from data.glue.features import (
     log_example,
 )
 from data.glue.processor_base import PaddingInputExample
-from data.tokenization.packing import pack_tokens
+from data.tokenization.packing import pack_tokens, truncated_lengths
 from data.windows import sliding_windows
 from fileio.errors import UserError
 
 LONG_INPUTS = ("truncate", "head_tail", "windows")
 WINDOW_AGGREGATIONS = ("mean", "max", "mean_logits", "vote")
-
-
-def truncated_lengths(len_a, len_b, budget):
-    """The lengths the original's pair truncation keeps of texts of `len_a` and `len_b`
-    pieces within `budget` (it pops from the longer text, from B on a tie)."""
-    keep_a = min(len_a, max(budget - len_b, (budget + 1) // 2))
-    keep_b = min(len_b, max(budget - len_a, budget // 2))
-    return keep_a, keep_b
 
 
 def head_and_tail(tokens, keep, head_tokens=None):
@@ -64,7 +56,8 @@ def pair_room(len_a, len_b, max_seq_length):
     the original truncation's lengths in one window.
     """
     budget = max_seq_length - 3
-    keep_a = min(len_a, max(budget - len_b, budget - budget // 2))
+    # The truncation's length of A: ceil(budget / 2) is the "longer half".
+    keep_a, _ = truncated_lengths(len_a, len_b, budget)
     return keep_a, budget - keep_a
 
 
