@@ -21,8 +21,8 @@ def _empty_like_rows(lengths):
 
 
 def head_and_tail_graph(ids, keep, head_tokens=None):
-    """The graph twin of `data.glue.long_inputs.head_and_tail`, per row: the first `head` and the last
-    `keep - head` ids of a row longer than `keep` (head = min(head_tokens, keep), or keep // 4
+    """The graph twin of `data.glue.long_inputs.head_and_tail`, per row: the first `head` and
+    the last `keep - head` ids of a row longer than `keep` (head = min(head_tokens, keep), or keep // 4
     for None); a row that fits stays whole.
 
     Args:
@@ -150,8 +150,8 @@ def window_inputs(ids_a, ids_b, max_seq_length, doc_stride, cls_id, sep_id):
 
 
 def aggregate_windows_graph(logits, rows, num_rows, how="mean", is_regression=False):
-    """The graph twin of `data.glue.long_inputs.aggregate_windows`, with segment ops: each row's predictions
-    from those of its windows.
+    """The graph twin of `data.glue.long_inputs.aggregate_windows`, with segment ops: each
+    row's predictions from those of its windows.
 
     Args:
         logits: float [K, C] of the windows ([K, 1] for regression).

@@ -39,8 +39,8 @@ def sliding_windows_graph(num_tokens, max_tokens, stride):
 
 
 def max_context_windows_graph(positions, rows, starts, lengths):
-    """The graph twin of `data.windows.max_context_windows`, for chosen pieces: the window (batch-wide index into
-    `starts.flat_values`) where each piece has the most context.
+    """The graph twin of `data.windows.max_context_windows`, for chosen pieces: the window
+    (batch-wide index into `starts.flat_values`) where each piece has the most context.
 
     The score is 100 * min(left, right context) + window length: 100 times the original's, in
     integers, so the same window wins (the first of equal ones).

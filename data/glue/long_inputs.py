@@ -8,8 +8,8 @@ al. 2019, "How to Fine-Tune BERT for Text Classification?", found head + tail be
 `windows` cuts the text into windows `doc_stride` pieces apart, as run_squad cuts a context;
 a sentence pair keeps `text_a` in every window, like SQuAD's question (whole, or what `text_b`
 leaves it down to half the sequence), and windows over `text_b`. Training reads every window
-with its example's label; evaluation and prediction aggregate the windows of each example (`aggregate_windows`), so every
-metric and output file is per example.
+with its example's label; evaluation and prediction aggregate the windows of each example
+(`aggregate_windows`), so every metric and output file is per example.
 """
 
 import numpy as np
