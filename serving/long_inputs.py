@@ -22,8 +22,8 @@ def _empty_like_rows(lengths):
 
 def head_and_tail_graph(ids, keep, head_tokens=None):
     """The graph twin of `data.glue.long_inputs.head_and_tail`, per row: the first `head` and
-    the last `keep - head` ids of a row longer than `keep` (head = min(head_tokens, keep), or keep // 4
-    for None); a row that fits stays whole.
+    the last `keep - head` ids of a row longer than `keep` (head = min(head_tokens, keep), or
+    keep // 4 for None); a row that fits stays whole.
 
     Args:
         ids: int ragged [B, (n)].
