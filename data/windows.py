@@ -3,6 +3,8 @@ for each piece, the window that sees it best (the original run_squad's "max cont
 
 SQuAD (`data.squad.features`) and NER (`data.ner.features`) cut long inputs the same way, so a
 piece's prediction always comes from the window where it has the most context on both sides.
+The exports cut the same windows in the graph with the twins in `serving.windows`
+(`sliding_windows_graph`, `max_context_windows_graph`).
 """
 
 
@@ -10,7 +12,8 @@ def sliding_windows(num_tokens, max_tokens, stride):
     """Returns the (start, length) windows that cover `num_tokens` pieces.
 
     The first window starts at 0; each next one starts `min(length, stride)` pieces later; the
-    last one ends at the last piece. At most `max_tokens` pieces per window.
+    last one ends at the last piece. At most `max_tokens` pieces per window. Graph twin:
+    `serving.windows.sliding_windows_graph`.
 
     Args:
         num_tokens: length of the sequence.
@@ -35,7 +38,8 @@ def max_context_windows(windows, num_tokens):
     """Returns, for each piece, the index of the window that gives it its best context.
 
     A piece can sit in several windows; the score is the smaller of its left and right
-    context, plus 0.01 per window length to prefer longer windows. The first best wins.
+    context, plus 0.01 per window length to prefer longer windows. The first best wins. Graph
+    twin: `serving.windows.max_context_windows_graph`.
 
     Args:
         windows: (start, length) tuples, as `sliding_windows` returns them.

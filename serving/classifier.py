@@ -28,7 +28,7 @@ import tensorflow as tf
 from data.glue.long_inputs import LONG_INPUTS, WINDOW_AGGREGATIONS
 from data.glue.records import classifier_feature_spec
 from data.tokenization.preprocessor import BertPreprocessor
-from serving.long_inputs import aggregate_windows, head_tail_inputs, window_inputs
+from serving.long_inputs import aggregate_windows_graph, head_tail_inputs, window_inputs
 from serving.windows import first_max
 
 _INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
@@ -152,7 +152,7 @@ class ClassifierExport(tf.Module):
         features, rows = window_inputs(
             ids_a, ids_b, self.max_seq_length, self.doc_stride, cls_id, sep_id
         )
-        aggregated = aggregate_windows(
+        aggregated = aggregate_windows_graph(
             self._logits(features),
             rows,
             tf.shape(text_a, out_type=tf.int64)[0],

@@ -1,20 +1,16 @@
 """`data.glue.long_inputs` as TensorFlow ops, for the classifier export: head and tail cuts,
 the windows of a long text and the aggregation of their predictions, over a batch of texts.
 
-Each function gives what its Python namesake gives for every row, so an exported model answers
-as run_classifier evaluates and predicts with the same `--long_inputs`.
+Each `*_graph` function is the twin of the `data.glue.long_inputs` function without the
+suffix and gives what it gives for every row, so an exported model answers as run_classifier
+evaluates and predicts with the same `--long_inputs`; tests/serving/test_twin_parity.py runs
+both on the same cases.
 """
 
 import tensorflow as tf
 
-from data.tokenization.preprocessor import pack_inputs, truncated_pair_lengths
-from serving.windows import first_max, sliding_windows
-
-
-def _prefix(ids, lengths):
-    """The first `lengths[i]` values of each row of the ragged `ids`."""
-    positions = tf.ragged.range(ids.row_lengths())
-    return tf.ragged.boolean_mask(ids, positions < tf.expand_dims(lengths, 1))
+from data.tokenization.preprocessor import pack_inputs, row_prefix, truncated_lengths_graph
+from serving.windows import first_max, sliding_windows_graph
 
 
 def _empty_like_rows(lengths):
@@ -24,10 +20,10 @@ def _empty_like_rows(lengths):
     )
 
 
-def head_and_tail(ids, keep, head_tokens=None):
-    """`data.glue.long_inputs.head_and_tail` per row: the first `head` and the last
-    `keep - head` ids of a row longer than `keep` (head = min(head_tokens, keep), or keep // 4
-    for None); a row that fits stays whole.
+def head_and_tail_graph(ids, keep, head_tokens=None):
+    """The graph twin of `data.glue.long_inputs.head_and_tail`, per row: the first `head` and
+    the last `keep - head` ids of a row longer than `keep` (head = min(head_tokens, keep), or
+    keep // 4 for None); a row that fits stays whole.
 
     Args:
         ids: int ragged [B, (n)].
@@ -69,13 +65,30 @@ def head_tail_inputs(ids_a, ids_b, max_seq_length, head_tokens, cls_id, sep_id):
     len_b = ids_b.row_lengths()
     # A second text without pieces reads as a single text (the original's `if tokens_b:`).
     is_pair = len_b > 0
-    pair_a, pair_b = truncated_pair_lengths(len_a, len_b, max_seq_length - 3)
+    pair_a, pair_b = truncated_lengths_graph(len_a, len_b, max_seq_length - 3)
     keep_a = tf.where(is_pair, pair_a, tf.minimum(len_a, max_seq_length - 2))
     keep_b = tf.where(is_pair, pair_b, tf.zeros_like(len_b))
     # Cut to those lengths, the texts fit, so packing keeps them whole.
-    part_a = head_and_tail(ids_a, keep_a, head_tokens)
-    part_b = head_and_tail(ids_b, keep_b, head_tokens)
+    part_a = head_and_tail_graph(ids_a, keep_a, head_tokens)
+    part_b = head_and_tail_graph(ids_b, keep_b, head_tokens)
     return pack_inputs(part_a, part_b, max_seq_length, cls_id, sep_id)
+
+
+def pair_room_graph(len_a, len_b, max_seq_length):
+    """The graph twin of `data.glue.long_inputs.pair_room`, per row: the pieces of `text_a`
+    kept in every window of a pair (what `text_b` leaves it, at least half the budget, its end
+    cut) and the room left in each for `text_b`.
+
+    Args:
+        len_a, len_b: int64 [B], the pieces of the two texts.
+        max_seq_length: Python int or int64 scalar S.
+
+    Returns:
+        (keep_a, room): int64 [B] each.
+    """
+    budget = tf.cast(max_seq_length, len_a.dtype) - 3
+    keep_a, _ = truncated_lengths_graph(len_a, len_b, budget)
+    return keep_a, budget - keep_a
 
 
 def window_inputs(ids_a, ids_b, max_seq_length, doc_stride, cls_id, sep_id):
@@ -102,18 +115,15 @@ def window_inputs(ids_a, ids_b, max_seq_length, doc_stride, cls_id, sep_id):
     ids_b = _empty_like_rows(len_a) if ids_b is None else tf.cast(ids_b, tf.int64)
     len_b = ids_b.row_lengths()
     is_pair = len_b > 0
-    # pair_room: text_a keeps what text_b leaves it, at least half the budget (its end cut),
-    # text_b the rest.
-    budget = max_seq_length - 3
-    pair_keep_a = tf.minimum(len_a, tf.maximum(budget - len_b, budget - budget // 2))
-    room = tf.where(is_pair, budget - pair_keep_a, max_seq_length - 2)
+    pair_keep_a, pair_room = pair_room_graph(len_a, len_b, max_seq_length)
+    room = tf.where(is_pair, pair_room, max_seq_length - 2)
     none_a = tf.zeros_like(len_a)
-    fixed = _prefix(ids_a, tf.where(is_pair, pair_keep_a, none_a))
+    fixed = row_prefix(ids_a, tf.where(is_pair, pair_keep_a, none_a))
     # Rows without a second text window over their first; the other rows' B is empty there.
-    windowed = tf.concat([_prefix(ids_a, tf.where(is_pair, none_a, len_a)), ids_b], axis=1)
+    windowed = tf.concat([row_prefix(ids_a, tf.where(is_pair, none_a, len_a)), ids_b], axis=1)
     num_windowed = windowed.row_lengths()
     stride = tf.maximum(room // 2, 1) if doc_stride is None else doc_stride
-    starts, lengths = sliding_windows(num_windowed, room, stride)
+    starts, lengths = sliding_windows_graph(num_windowed, room, stride)
     # One window, of no pieces, for an empty text: `[(0, 0)]` as window_pieces.
     none = tf.cast(tf.equal(num_windowed, 0), tf.int64)
     empty = tf.RaggedTensor.from_row_lengths(
@@ -129,16 +139,19 @@ def window_inputs(ids_a, ids_b, max_seq_length, doc_stride, cls_id, sep_id):
     num_pieces = pieces.row_lengths()
     no_pieces = tf.zeros_like(num_pieces)
     part_a = tf.concat(
-        [tf.gather(fixed, rows), _prefix(pieces, tf.where(window_is_pair, no_pieces, num_pieces))],
+        [
+            tf.gather(fixed, rows),
+            row_prefix(pieces, tf.where(window_is_pair, no_pieces, num_pieces)),
+        ],
         axis=1,
     )
-    part_b = _prefix(pieces, tf.where(window_is_pair, num_pieces, no_pieces))
+    part_b = row_prefix(pieces, tf.where(window_is_pair, num_pieces, no_pieces))
     return pack_inputs(part_a, part_b, max_seq_length, cls_id, sep_id), rows
 
 
-def aggregate_windows(logits, rows, num_rows, how="mean", is_regression=False):
-    """`data.glue.long_inputs.aggregate_windows` with segment ops: each row's predictions
-    from those of its windows.
+def aggregate_windows_graph(logits, rows, num_rows, how="mean", is_regression=False):
+    """The graph twin of `data.glue.long_inputs.aggregate_windows`, with segment ops: each
+    row's predictions from those of its windows.
 
     Args:
         logits: float [K, C] of the windows ([K, 1] for regression).
@@ -175,3 +188,7 @@ def aggregate_windows(logits, rows, num_rows, how="mean", is_regression=False):
         mean = tf.math.unsorted_segment_mean(probabilities, rows, num_rows)
         return (shares + weight * mean) / (1.0 + weight)
     raise ValueError(f"Unknown window aggregation {how!r}.")
+
+
+# The names the export tests import.
+aggregate_windows = aggregate_windows_graph

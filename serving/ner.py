@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from data.ner.records import ner_feature_spec
 from data.tokenization.fast_tokenizer import FastFullTokenizer
-from serving.windows import max_context_windows, sliding_windows
+from serving.windows import max_context_windows_graph, sliding_windows_graph
 
 _INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -99,11 +99,11 @@ class NerExport(tf.Module):
         text_offsets = tf.cumsum(text_lengths, exclusive=True)
         # Each word's first piece, counted within its text.
         first = tf.cumsum(word_lengths, exclusive=True) - tf.gather(text_offsets, word_rows)
-        starts, lengths = sliding_windows(text_lengths, self._room, self._stride)
+        starts, lengths = sliding_windows_graph(text_lengths, self._room, self._stride)
         inputs = self._window_inputs(word_pieces.flat_values, text_offsets, starts, lengths)
         window_tags = tf.argmax(self.model(inputs, training=False), -1, output_type=tf.int32)
 
-        window = max_context_windows(first, word_rows, starts, lengths)
+        window = max_context_windows_graph(first, word_rows, starts, lengths)
         position = 1 + first - tf.gather(starts.flat_values, window)
         tag_ids = tf.gather_nd(window_tags, tf.stack([window, position], axis=1))
         tags = tf.gather(self._labels, tag_ids)

@@ -25,7 +25,7 @@ import tensorflow_text as text
 
 from data.squad.records import squad_feature_spec
 from data.tokenization.fast_tokenizer import FastFullTokenizer
-from serving.windows import first_max, max_context_windows, sliding_windows
+from serving.windows import first_max, max_context_windows_graph, sliding_windows_graph
 
 # The original's whitespace for splitting the context (run_squad's is_whitespace).
 _WHITESPACE = "[ \t\r\n\u202f]+"
@@ -112,7 +112,7 @@ class SquadExport(tf.Module):
         doc_offsets = tf.cumsum(doc_length, exclusive=True)
         query = self.tokenizer.tokenize(question)[:, : self.max_query_length]
         room = self.max_seq_length - query.row_lengths() - 3
-        starts, lengths = sliding_windows(doc_length, room, self.doc_stride)
+        starts, lengths = sliding_windows_graph(doc_length, room, self.doc_stride)
         rows, start, length = starts.value_rowids(), starts.flat_values, lengths.flat_values
         inputs, q_len = self._inputs(
             query, word_pieces.flat_values, doc_offsets, rows, start, length
@@ -124,7 +124,7 @@ class SquadExport(tf.Module):
         )
         num_windows = tf.shape(start, out_type=tf.int64)[0]
         pieces = tf.ragged.range(doc_length)
-        best_window = max_context_windows(
+        best_window = max_context_windows_graph(
             pieces.flat_values, pieces.value_rowids(), starts, lengths
         )
 

@@ -1,5 +1,9 @@
 """`data.windows` as TensorFlow ops, for exports that cut long inputs in the graph (NER, SQuAD):
-the same windows and the same max-context choice, over a batch of sequences."""
+the same windows and the same max-context choice, over a batch of sequences.
+
+Each `*_graph` function is the twin of the `data.windows` function without the suffix;
+tests/serving/test_twin_parity.py runs both on the same cases.
+"""
 
 import tensorflow as tf
 
@@ -12,8 +16,8 @@ def first_max(values, axis=1):
     return tf.reduce_min(tf.where(values == best, index, tf.int64.max), axis=axis)
 
 
-def sliding_windows(num_tokens, max_tokens, stride):
-    """`data.windows.sliding_windows` per row.
+def sliding_windows_graph(num_tokens, max_tokens, stride):
+    """The graph twin of `data.windows.sliding_windows`, per row.
 
     Args:
         num_tokens: int64 [B], sequence lengths.
@@ -34,9 +38,9 @@ def sliding_windows(num_tokens, max_tokens, stride):
     return starts, lengths
 
 
-def max_context_windows(positions, rows, starts, lengths):
-    """`data.windows.max_context_windows` for chosen pieces: the window (batch-wide index into
-    `starts.flat_values`) where each piece has the most context.
+def max_context_windows_graph(positions, rows, starts, lengths):
+    """The graph twin of `data.windows.max_context_windows`, for chosen pieces: the window
+    (batch-wide index into `starts.flat_values`) where each piece has the most context.
 
     The score is 100 * min(left, right context) + window length: 100 times the original's, in
     integers, so the same window wins (the first of equal ones).
@@ -44,7 +48,7 @@ def max_context_windows(positions, rows, starts, lengths):
     Args:
         positions: int64 [N], each piece's position in its sequence.
         rows: int64 [N], each piece's sequence.
-        starts, lengths: the windows, as `sliding_windows` returns them.
+        starts, lengths: the windows, as `sliding_windows_graph` returns them.
 
     Returns:
         int64 [N].

@@ -8,8 +8,8 @@ al. 2019, "How to Fine-Tune BERT for Text Classification?", found head + tail be
 `windows` cuts the text into windows `doc_stride` pieces apart, as run_squad cuts a context;
 a sentence pair keeps `text_a` in every window, like SQuAD's question (whole, or what `text_b`
 leaves it down to half the sequence), and windows over `text_b`. Training reads every window
-with its example's label; evaluation and prediction aggregate the windows of each example (`aggregate_windows`), so every
-metric and output file is per example.
+with its example's label; evaluation and prediction aggregate the windows of each example
+(`aggregate_windows`), so every metric and output file is per example.
 """
 
 import numpy as np
@@ -22,20 +22,12 @@ from data.glue.features import (
     log_example,
 )
 from data.glue.processor_base import PaddingInputExample
-from data.tokenization.packing import pack_tokens
+from data.tokenization.packing import pack_tokens, truncated_lengths
 from data.windows import sliding_windows
 from fileio.errors import UserError
 
 LONG_INPUTS = ("truncate", "head_tail", "windows")
 WINDOW_AGGREGATIONS = ("mean", "max", "mean_logits", "vote")
-
-
-def truncated_lengths(len_a, len_b, budget):
-    """The lengths the original's pair truncation keeps of texts of `len_a` and `len_b`
-    pieces within `budget` (it pops from the longer text, from B on a tie)."""
-    keep_a = min(len_a, max(budget - len_b, (budget + 1) // 2))
-    keep_b = min(len_b, max(budget - len_a, budget // 2))
-    return keep_a, keep_b
 
 
 def head_and_tail(tokens, keep, head_tokens=None):
@@ -49,6 +41,8 @@ def head_and_tail(tokens, keep, head_tokens=None):
 
     Returns:
         A new list of at most `keep` pieces.
+
+    Graph twin: `serving.long_inputs.head_and_tail_graph`.
     """
     if len(tokens) <= keep:
         return list(tokens)
@@ -61,10 +55,12 @@ def pair_room(len_a, len_b, max_seq_length):
 
     `text_a` keeps what `text_b` leaves it and at least half the sequence (its end cut as the
     original truncates): a pair that fits, or whose `text_b` fits beside the longer half, keeps
-    the original truncation's lengths in one window.
+    the original truncation's lengths in one window. Graph twin:
+    `serving.long_inputs.pair_room_graph`.
     """
     budget = max_seq_length - 3
-    keep_a = min(len_a, max(budget - len_b, budget - budget // 2))
+    # The truncation's length of A: ceil(budget / 2) is the "longer half".
+    keep_a, _ = truncated_lengths(len_a, len_b, budget)
     return keep_a, budget - keep_a
 
 
@@ -175,6 +171,8 @@ def aggregate_windows(logits, example_of_window, num_examples, how="mean", is_re
 
     Returns:
         float32 array: `[E, C]` probabilities (the vote shares for `vote`), or `[E]` scores.
+
+    Graph twin: `serving.long_inputs.aggregate_windows_graph`.
     """
     owners = np.asarray(example_of_window, np.int64)
     counts = np.bincount(owners, minlength=num_examples).astype(np.float64)

@@ -36,6 +36,27 @@ def truncate_seq_pair(tokens_a, tokens_b, max_length):
             tokens_b.pop()
 
 
+def truncated_lengths(len_a, len_b, budget):
+    """The lengths `truncate_seq_pair` keeps of texts of `len_a` and `len_b` pieces within
+    `budget`, without the loop.
+
+    The loop pops from the longer text (from B on a tie), so a text at most half the budget
+    long stays whole and the other takes the rest; otherwise A keeps `ceil(budget / 2)` and B
+    `floor(budget / 2)`. Graph twin: `data.tokenization.preprocessor.truncated_lengths_graph`.
+
+    Args:
+        len_a: pieces of the first text.
+        len_b: pieces of the second text.
+        budget: pieces both may keep together.
+
+    Returns:
+        (kept of A, kept of B).
+    """
+    keep_a = min(len_a, max(budget - len_b, (budget + 1) // 2))
+    keep_b = min(len_b, max(budget - len_a, budget // 2))
+    return keep_a, keep_b
+
+
 def pack_tokens(tokens_a, tokens_b, max_seq_length, convert_tokens_to_ids, unique_id=0):
     """Builds `[CLS] A [SEP] (B [SEP])` with segment ids, mask and zero padding.
 

@@ -13,19 +13,17 @@ import tensorflow as tf
 from data.tokenization.fast_tokenizer import FastFullTokenizer
 
 
-def truncated_pair_lengths(len_a, len_b, max_length):
-    """Lengths left after the original pair truncation, computed without a loop.
+def truncated_lengths_graph(len_a, len_b, max_length):
+    """Lengths left after the original pair truncation, computed without a loop, per row.
 
-    The original pops one token at a time from the end of the longer list (from
-    B on a tie) until `len_a + len_b <= max_length`. The result has a closed
-    form: a list at most half of the budget long is kept whole and the other one
-    takes the rest; otherwise A keeps `ceil(max_length / 2)` and B
-    `floor(max_length / 2)`.
+    The graph twin of `data.tokenization.packing.truncated_lengths` (same closed form: a
+    list at most half of the budget long is kept whole and the other one takes the rest;
+    otherwise A keeps `ceil(max_length / 2)` and B `floor(max_length / 2)`).
 
     Args:
       len_a: int tensor [B], lengths of the first lists.
       len_b: int tensor [B] of the same dtype, lengths of the second lists.
-      max_length: Python int >= 0, the budget for both lists together.
+      max_length: Python int >= 0 or int scalar tensor, the budget for both lists together.
 
     Returns:
       A pair of tensors [B] like `len_a`: the kept lengths of A and of B.
@@ -36,7 +34,11 @@ def truncated_pair_lengths(len_a, len_b, max_length):
     return keep_a, keep_b
 
 
-def _prefix(ids, lengths):
+# The name the tokenizer tests read.
+truncated_pair_lengths = truncated_lengths_graph
+
+
+def row_prefix(ids, lengths):
     """Returns the first `lengths[i]` values of each row of the ragged `ids`."""
     positions = tf.ragged.range(ids.row_lengths())
     return tf.ragged.boolean_mask(ids, positions < tf.expand_dims(lengths, 1))
@@ -92,11 +94,11 @@ def pack_inputs(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     limit = max_seq_length
     if not isinstance(limit, int):
         limit = tf.cast(limit, len_a.dtype)
-    pair_a, pair_b = truncated_pair_lengths(len_a, len_b, limit - 3)
+    pair_a, pair_b = truncated_lengths_graph(len_a, len_b, limit - 3)
     keep_a = tf.where(is_pair, pair_a, tf.minimum(len_a, limit - 2))
     keep_b = tf.where(is_pair, pair_b, tf.zeros_like(len_b))
-    part_a = _prefix(ids_a, keep_a)
-    part_b = _prefix(ids_b, keep_b)
+    part_a = row_prefix(ids_a, keep_a)
+    part_b = row_prefix(ids_b, keep_b)
 
     everywhere = tf.ones_like(is_pair)
     parts = [
