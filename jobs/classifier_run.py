@@ -193,11 +193,6 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
     labels = processor.get_labels()
     problem = problem_type_of(processor)
     multi_labels = len(labels) if problem == own_results.MULTI_LABEL else 0
-    # What the model predicts and the class order, for its later evaluation, prediction,
-    # export, serving and conversion (data.own_data.labels).
-    write_problem_file(os.path.join(output_dir, PROBLEM_FILE), problem, processor.has_text_b)
-    if problem != own_results.REGRESSION:
-        write_labels_file(os.path.join(output_dir, LABELS_FILE), labels)
     weights = _class_weights(run, processor, train_examples if run.do_train else [], labels)
     how = own_results.parse_decision_threshold(run.decision_threshold)
     # Multi-label decision thresholds: chosen at each dev evaluation, used for prediction.
@@ -265,6 +260,13 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
     if run.do_train:
         # Every window is a training example with its example's label.
         path, owners = write(train_examples, "train")
+    # What the model predicts and the class order, for its later evaluation, prediction,
+    # export, serving and conversion (data.own_data.labels); after the training records, the
+    # original's first output.
+    write_problem_file(os.path.join(output_dir, PROBLEM_FILE), problem, processor.has_text_b)
+    if problem != own_results.REGRESSION:
+        write_labels_file(os.path.join(output_dir, LABELS_FILE), labels)
+    if run.do_train:
         train_config = fine_tuning.with_training_steps(
             train_config, len(owners), run.num_train_epochs, run.warmup_proportion
         )
