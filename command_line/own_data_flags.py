@@ -10,15 +10,13 @@ Three sources of examples, chosen by the command line:
 TensorFlow-free: the files are read and checked here, before TensorFlow loads.
 """
 
-import os
-
 from absl import flags, logging
 
 from data.classification.eval_results import parse_decision_threshold
 from data.glue.processors import PROCESSORS, canonical_task_name, get_processor
 from data.own_data.file_processor import PROBLEM_TYPES, FileProcessor, OwnDataFiles
+from data.own_data.labels import earlier_run_folders
 from data.own_data.table_reader import FILE_FORMATS
-from fileio.reading import is_dir
 from training.settings import default, settings_from_flags
 
 # The flags that describe files of the user's own (unused with a GLUE task or --processor).
@@ -100,14 +98,6 @@ def define_own_data_flags():
     )
 
 
-def _earlier_runs(flag_values):
-    folders = [flag_values.output_dir] if flag_values.output_dir else []
-    checkpoint = flag_values.init_checkpoint
-    if checkpoint:
-        folders.append(checkpoint if is_dir(checkpoint) else os.path.dirname(checkpoint))
-    return folders
-
-
 def _given(flag_values, names):
     return [n for n in names if flag_values[n].present]
 
@@ -150,7 +140,11 @@ def classifier_processor(flag_values):
             "--processor=FILE.py:Class."
         )
     files = settings_from_flags(OwnDataFiles, flag_values)
-    return FileProcessor(files, flag_values.task_name, _earlier_runs(flag_values))
+    return FileProcessor(
+        files,
+        flag_values.task_name,
+        earlier_run_folders(flag_values.output_dir, flag_values.init_checkpoint),
+    )
 
 
 def read_requested_sets(flag_values, processor, splits):

@@ -26,10 +26,10 @@ from data.glue.submission import write_leaderboard_file, write_test_results
 from data.own_data.labels import (
     LABELS_FILE,
     PROBLEM_FILE,
+    earlier_run_folders,
     write_labels_file,
     write_problem_file,
 )
-from fileio.reading import is_dir
 from jobs import fine_tuning
 from training.dev_eval import predicted_class_counts
 from training.loop import Trainer
@@ -85,14 +85,6 @@ def _report_files(output_dir, processor, outputs, thresholds=None):
         outputs["labels"][real],
         thresholds,
     )
-
-
-def _earlier_runs(output_dir, init_checkpoint):
-    """The folders whose thresholds.txt a run that does not evaluate reads, in order."""
-    if not init_checkpoint:
-        return [output_dir]
-    folder = init_checkpoint if is_dir(init_checkpoint) else os.path.dirname(init_checkpoint)
-    return [output_dir, folder]
 
 
 def _class_weights(run, processor, train_examples, labels):
@@ -347,7 +339,7 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
             if thresholds is None:
                 thresholds = saved_thresholds(
                     own_results.parse_decision_threshold(run.decision_threshold),
-                    _earlier_runs(run.output_dir, train_config.init_checkpoint),
+                    earlier_run_folders(run.output_dir, train_config.init_checkpoint),
                     labels,
                 )
         for index, (board_name, examples) in enumerate(test_sets.items()):

@@ -29,6 +29,7 @@ from data.glue.processor_base import DataProcessor, InputExample
 from data.own_data import labels as label_lists
 from data.own_data.columns import Columns, is_position
 from data.own_data.table_reader import read_table
+from fileio.reading import is_file
 
 PROBLEM_TYPES = ("auto", "single_label", "multi_label", "regression")
 SPLITS = ("train", "dev", "test")
@@ -63,19 +64,13 @@ def find_split_file(data_dir, split):
     if not data_dir:
         return None
     names = [f"{split}{ending}" for ending in (".csv", ".tsv", ".jsonl", ".json", ".txt")]
-    found = [os.path.join(data_dir, n) for n in names if _exists(os.path.join(data_dir, n))]
+    found = [os.path.join(data_dir, n) for n in names if is_file(os.path.join(data_dir, n))]
     if len(found) > 1:
         raise ValueError(
             f"--data_dir {data_dir} holds several {split} files ({', '.join(found)}): pass "
             f"--{split}_file to choose one."
         )
     return found[0] if found else None
-
-
-def _exists(path):
-    from fileio.reading import is_file
-
-    return is_file(path)
 
 
 class FileProcessor(DataProcessor):
@@ -185,7 +180,7 @@ class FileProcessor(DataProcessor):
     def _earlier_labels(self):
         for folder in self.earlier_runs:
             path = os.path.join(folder, label_lists.LABELS_FILE)
-            if _exists(path):
+            if is_file(path):
                 logging.info("Labels from %s", path)
                 return label_lists.read_labels_file(path)
         raise ValueError(
@@ -198,7 +193,7 @@ class FileProcessor(DataProcessor):
         """The problem type of the earlier run whose model this run evaluates or predicts with."""
         for folder in self.earlier_runs:
             path = os.path.join(folder, label_lists.PROBLEM_FILE)
-            if _exists(path):
+            if is_file(path):
                 problem_type, _ = label_lists.read_problem_file(path)
                 logging.info("--problem_type=%s from %s", problem_type, path)
                 return problem_type

@@ -9,6 +9,7 @@ evaluation, prediction, export, serving and conversion read it back.
 """
 
 import json
+import os
 
 from fileio import reading
 from fileio.atomic import write_atomically
@@ -92,6 +93,17 @@ def labels_file_text(labels):
 def write_labels_file(path, labels):
     """Writes `labels` as a labels.txt, atomically."""
     write_atomically(path, labels_file_text(labels))
+
+
+def earlier_run_folders(output_dir, init_checkpoint):
+    """The folders whose labels.txt, problem.json and thresholds.txt a run that does not train
+    (or evaluate) reads, in order: its --output_dir, then its --init_checkpoint's folder."""
+    folders = [output_dir] if output_dir else []
+    if init_checkpoint:
+        folders.append(
+            init_checkpoint if reading.is_dir(init_checkpoint) else os.path.dirname(init_checkpoint)
+        )
+    return folders
 
 
 def write_problem_file(path, problem_type, has_text_b):
