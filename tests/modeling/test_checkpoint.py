@@ -154,6 +154,7 @@ def test_original_code_restores_a_saved_checkpoint(original_gelu, tmp_path):
     np.testing.assert_allclose(out["pooled_output"], ref["pooled_output"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_model_garden_encoder_agrees(original_gelu, tmp_path):
     """Google's independent TF2 BertEncoder, loaded with its own converter, gives the same
     sequence and pooled outputs from the same checkpoint."""
@@ -265,6 +266,7 @@ def _convert(*args):
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_convert_tf1_keras_tf1_round_trip(original_gelu, tmp_path):
     result = _convert(
         "--input_checkpoint",

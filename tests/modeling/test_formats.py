@@ -91,6 +91,7 @@ def _encoder_outputs(config, arrays, ref):
 # --- tf2 and tfhub in: Model Garden's converter and exporter ----------------------------------
 
 
+@pytest.mark.slow
 def test_model_garden_tf2_checkpoints_come_back_bit_identical(original, model_garden):
     for kind, groups in (
         ("encoder", ("bert/",)),
@@ -167,6 +168,7 @@ def test_tf2_with_a_wrong_config_lists_every_problem(original, model_garden, tmp
 # --- tfhub out: the export_model.py encoder, read back ----------------------------------------
 
 
+@pytest.mark.slow
 def test_tfhub_out_and_back_is_bit_identical(original, tmp_path):
     export = str(tmp_path / "hub")
     export_encoder_weights(original["config"], original["arrays"], original["vocab"], True, export)
@@ -219,6 +221,7 @@ def _log_softmax(x):
     return x - np.log(np.exp(x).sum(-1, keepdims=True))
 
 
+@pytest.mark.slow
 def test_hf_out_gives_the_original_outputs_in_transformers(original, tmp_path):
     """transformers' own TFBertModel / TFBertForPreTraining load the folder with no missing or
     unused weight and reproduce the original code's encoder, masked-LM and NSP outputs."""

@@ -110,6 +110,7 @@ def _transformers(hf_dir, fine_tuned):
         return {k: data[k] for k in data.files}
 
 
+@pytest.mark.slow
 def test_a_fine_tuned_run_gives_its_logits_and_labels_in_transformers(fine_tuned):
     """The command line on a run's output_dir (config and vocab from its flags.txt): the HF
     class of the head loads every tensor and gives our model's logits, with the run's labels."""
@@ -202,6 +203,7 @@ def _documented_load():
     return block
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fine_tuned", ["classifier"], indirect=True)
 def test_the_documented_load_of_a_converted_classifier_runs(fine_tuned, tmp_path):
     """docs/checkpoints.md's Python, as written, on the folder of its command: transformers'

@@ -127,6 +127,7 @@ def test_best_checkpoint_holds_the_best_step(task, trained, tmp_path):
         assert [e["value"] for e in read_eval_history(out)] == pytest.approx([got])
 
 
+@pytest.mark.slow
 def test_stopped_by_sigterm_and_resumed(task, tmp_path):
     out = tmp_path / "out"
     command = _command(

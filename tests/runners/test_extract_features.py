@@ -105,6 +105,7 @@ def extracted(original_gelu, tmp_path_factory):
     }
 
 
+@pytest.mark.slow
 def test_output_matches_the_original(extracted):
     features, layers = extracted["features"], extracted["layers"]
     assert len(extracted["lines"]) == len(LINES) == len(features)
@@ -147,6 +148,7 @@ def _extract_command(extracted, *extra):
     return result
 
 
+@pytest.mark.slow
 def test_full_length_batches_give_the_same_lines(extracted):
     """--pad_to_max_seq_length (every batch at the full length, in input order) against the
     default (lines sorted by length, batches cut to their longest): the same JSON, values
@@ -784,6 +786,7 @@ def test_output_flags_that_cannot_work_are_refused_first(original_gelu, tmp_path
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_first_last_mean_from_the_command_line(extracted, tmp_path):
     """The runner's first_last_mean: layers 0 and -1 averaged, then the tokens, whatever the
     default --layers (-1..-4 do not all exist in this 3-layer model)."""

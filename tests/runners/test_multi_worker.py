@@ -142,6 +142,7 @@ def pretrained(data, tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_pretraining_two_workers_equal_one_device(pretrained):
     one, two = pretrained / "one", pretrained / "two"
     a, b = _weights(one / "bert_model.ckpt"), _weights(two / "bert_model.ckpt")
@@ -152,6 +153,7 @@ def test_pretraining_two_workers_equal_one_device(pretrained):
     assert os.listdir(pretrained / "tmp") == []
 
 
+@pytest.mark.slow
 def test_two_workers_killed_resume_to_the_uninterrupted_weights(data, pretrained, tmp_path):
     out = tmp_path / "killed"
     cmd = _pretrain_cmd(data, out, "--save_checkpoints_steps=5", "--num_train_steps=30")
@@ -199,6 +201,7 @@ def _classifier_cmd(data, out):
     ]
 
 
+@pytest.mark.slow
 def test_classifier_two_workers_equal_one_device(tmp_path):
     data = tmp_path / "sst2"
     # 21 dev and 13 test examples: neither a multiple of the batch, so the last batches pad.
@@ -239,6 +242,7 @@ def test_classifier_two_workers_equal_one_device(tmp_path):
     assert os.listdir(tmp_path / "tmp1") == []
 
 
+@pytest.mark.slow
 def test_missing_worker_fails_with_its_address(data, tmp_path):
     ports = _free_ports(2)
     (proc,) = _start_workers(
@@ -262,6 +266,7 @@ def _files(directory):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "victim,fault",
     [(0, "killed"), (1, "killed"), (1, "stuck")],
@@ -332,6 +337,7 @@ def test_a_worker_lost_mid_run_stops_the_other_with_the_checkpoint_to_resume(
         assert glob.glob(str(tmp_path / "tmp1" / "bert-worker-*")) == []
 
 
+@pytest.mark.slow
 def test_with_a_file_per_worker_each_reads_only_its_own(data, tmp_path):
     """Two --input_file files, two workers: file sharding, each worker reading every second
     file. The second file is not a TFRecord file: worker 1, which reads it, names it; worker 0

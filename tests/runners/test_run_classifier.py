@@ -51,6 +51,7 @@ def _rows(path):
         return list(csv.reader(f, delimiter="\t"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "task,writer,board",
     [
@@ -96,6 +97,7 @@ def test_fine_tuning_classifies(minilm_tf1, tmp_path, task, writer, board):
     assert (out / board).read_text() == leaderboard
 
 
+@pytest.mark.slow
 def test_regression_stsb(minilm_tf1, tmp_path):
     write_stsb(tmp_path / "data", num_train=320, num_dev=96, num_test=40)
     out = tmp_path / "out"

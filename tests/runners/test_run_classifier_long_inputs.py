@@ -109,6 +109,7 @@ def _window_probabilities(out, examples):
     return per_example
 
 
+@pytest.mark.slow
 def test_prediction_is_the_mean_of_the_windows(windows_run):
     out, data = windows_run["out"], windows_run["root"] / "data"
     examples = get_processor("sst2").get_test_examples(str(data))

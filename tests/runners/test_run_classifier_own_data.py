@@ -77,6 +77,7 @@ def animals(minilm_tf1, tmp_path_factory):
     return {"root": root, "out": out, "sets": sets}
 
 
+@pytest.mark.slow
 def test_multi_label_run_learns_and_writes_its_labels(animals):
     out = animals["out"]
     results = _results(out)
@@ -110,6 +111,7 @@ def _predicted(out):
     return [row[1].split(",") if row[1] else [] for row in _tsv(out / "test_predictions.tsv")[1:]]
 
 
+@pytest.mark.slow
 def test_predict_only_run_reads_labels_problem_and_thresholds(minilm_tf1, animals, tmp_path):
     out = tmp_path / "again"
     checkpoint = sorted(animals["out"].glob("model.ckpt-*.index"))[-1]
@@ -166,6 +168,7 @@ def _served(export_dir, instances, tmp_path):
         process.wait()
 
 
+@pytest.mark.slow
 def test_multi_label_labels_identical_through_export_int8_serving_and_hf(
     minilm_tf1, animals, tmp_path
 ):
@@ -225,6 +228,7 @@ def test_multi_label_labels_identical_through_export_int8_serving_and_hf(
     assert hf_labels == expected
 
 
+@pytest.mark.slow
 def test_single_label_jsonl_class_weights_and_report(minilm_tf1, tmp_path):
     sets = write_sentiment_jsonl(tmp_path / "data")
     out = tmp_path / "out"
@@ -297,6 +301,7 @@ class AnimalProcessor(run_classifier.DataProcessor):
 '''
 
 
+@pytest.mark.slow
 def test_original_style_processor_file_runs_unchanged(minilm_tf1, tmp_path):
     data = tmp_path / "data"
     data.mkdir()

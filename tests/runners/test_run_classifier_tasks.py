@@ -100,6 +100,7 @@ def _check_eval(results, prefix, probabilities, label_ids, losses):
     np.testing.assert_allclose(float(results[f"eval_{prefix}loss"]), losses.mean(), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_mnli_matched_and_mismatched_then_ax(model_files, tmp_path):
     out = tmp_path / "mnli"
     _run(model_files, "MNLI", os.path.join(GLUE, "MNLI"), out, "--do_train", "--do_eval",

@@ -117,6 +117,7 @@ def test_ner_task_loss_is_the_mean_over_labelled_positions(original_gelu):
     assert set(task.variable_map()) >= {"cls/ner/output_weights", "cls/ner/output_bias"}
 
 
+@pytest.mark.slow
 def test_conll_2003_end_to_end_with_document_context(minilm_tf1, tmp_path):
     out = tmp_path / "out"
     sentences = len(read_conll(os.path.join(CONLL, "train.txt"), "required").sentences)

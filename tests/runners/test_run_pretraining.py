@@ -70,6 +70,7 @@ def _saving(out):
     return any(name.startswith(".tmp-") for name in os.listdir(out)) if out.exists() else False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["after_save", "mid_step", "mid_save"])
 def test_resume_after_kill_equals_uninterrupted_run(data, forty_steps, tmp_path, moment):
     """kill -9 just after a checkpoint appears, in the middle of a later step, or while a
@@ -155,6 +156,7 @@ def _preempted_copy(full, target, damaged):
     return {s: _truncate(target / f"model.ckpt-10{s}") for s in damaged}
 
 
+@pytest.mark.slow
 def test_resume_skips_a_truncated_newest_checkpoint(data, ten_steps, tmp_path):
     full, steps = ten_steps
     out = tmp_path / "preempted"
@@ -204,6 +206,7 @@ def _eval_results(out):
     return dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())
 
 
+@pytest.mark.slow
 def test_training_learns_and_exports_original_layout(data, tmp_path):
     before = run_in_repo(
         [
@@ -281,6 +284,7 @@ def test_training_learns_and_exports_original_layout(data, tmp_path):
     assert saved["global_step"] == 400 and "bert/pooler/dense/kernel/adam_m" in saved
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_saves_and_exits(data, tmp_path, signum):
     """SIGTERM (a preemption) and SIGINT (Ctrl-C) both save a checkpoint, then exit."""
@@ -380,6 +384,7 @@ def test_nan_loss_stops_with_the_step(data, tmp_path):
     assert int(saved["global_step"]) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "extra",
     [

@@ -74,6 +74,7 @@ def trained(minilm_tf1, tmp_path_factory):
     return {"out": out, "dev": dev, "files": files, "stderr": result.stderr, "steps": steps}
 
 
+@pytest.mark.slow
 def test_dev_evaluations_score_f1(trained):
     """Every dev evaluation is the official F1 on --predict_file; the last is eval_results'."""
     steps, out = trained["steps"], trained["out"]
@@ -87,6 +88,7 @@ def test_dev_evaluations_score_f1(trained):
     assert best["f1"] == pytest.approx(max(e["value"] for e in history), abs=1e-4)
 
 
+@pytest.mark.slow
 def test_fine_tuning_answers_squad_1_1(minilm_tf1, trained, tmp_path):
     """The fine-tuned checkpoint answers a SQuAD 1.1 dev set (no unanswerable questions, no
     --version_2_with_negative): the 1.1 evaluation, its files and nothing of 2.0's."""
@@ -150,6 +152,7 @@ def test_fine_tuning_answers_squad_1_1(minilm_tf1, trained, tmp_path):
     assert 0 < max(moved) < 2.0, max(moved)
 
 
+@pytest.mark.slow
 def test_squad_2_0_null_odds_and_threshold(minilm_tf1, trained):
     out, dev = trained["out"], trained["dev"]
     common = ["--version_2_with_negative", *trained["files"]]

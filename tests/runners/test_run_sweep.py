@@ -83,6 +83,7 @@ def _kill_when(proc, ready, timeout=600):
     proc.wait()
 
 
+@pytest.mark.slow
 def test_grid_times_restarts_survives_a_kill_and_shares_the_work(data, tmp_path):
     sweep_dir = tmp_path / "sweep"
     cmd = _sweep(sweep_dir, data, *GRID, "--restarts=2")
@@ -226,6 +227,7 @@ def test_refused_before_any_trial(data, tmp_path, flags, runner_extra, message):
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.slow
 def test_the_best_trial_is_the_runner_run_alone(minilm_tf1, tmp_path):
     # Real weights on real-format data: the sweep's best trial predicts the same files as its
     # command run alone, outside any sweep.

@@ -108,6 +108,7 @@ OUTPUTS = {
 """
 
 
+@pytest.mark.slow
 def test_text_in_answers_as_test_results(mrpc_run, tmp_path):
     text_a, text_b = _test_pairs(mrpc_run["data"])
     expected = _test_results(mrpc_run["out"])
@@ -153,12 +154,14 @@ def _mrpc_export_probabilities(mrpc_run, minilm_tf1, tmp_path, **settings):
     return np.array(served["probabilities"])
 
 
+@pytest.mark.slow
 def test_full_length_export_answers_the_same(mrpc_run, minilm_tf1, tmp_path):
     """--pad_to_max_seq_length (static shapes) against run_classifier's test_results.tsv."""
     served = _mrpc_export_probabilities(mrpc_run, minilm_tf1, tmp_path, pad_to_max_seq_length=True)
     np.testing.assert_allclose(served, _test_results(mrpc_run["out"]), atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_bfloat16_prediction_and_export_track_float32(mrpc_run, minilm_tf1, tmp_path):
     """--precision=mixed_bfloat16 for run_classifier's prediction and for the export: the
     float32 run's labels (a flip only where float32 itself is within 0.05 of a tie) and
@@ -199,6 +202,7 @@ def test_bfloat16_prediction_and_export_track_float32(mrpc_run, minilm_tf1, tmp_
     np.testing.assert_allclose(exported, runner, atol=1e-3, rtol=0)
 
 
+@pytest.mark.slow
 def test_saved_model_cli_lists_the_signatures(mrpc_run):
     signatures = saved_model_cli_signatures(mrpc_run["export"])
     assert signatures["serving_default"] == (
@@ -211,6 +215,7 @@ def test_saved_model_cli_lists_the_signatures(mrpc_run):
     )
 
 
+@pytest.mark.slow
 def test_an_existing_export_dir_is_replaced_only_with_overwrite(mrpc_run, minilm_tf1, tmp_path):
     export = tmp_path / "export"
     shutil.copytree(mrpc_run["export"], export)
@@ -342,6 +347,7 @@ OUTPUTS = {k: [x.decode() if isinstance(x, bytes) else x for x in v.numpy().toli
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_name", ["STS-B", "CoLA"])
 def test_single_sentence_and_regression_tasks(minilm_tf1, tmp_path, task_name):
     """A random tiny model per task: the export's outputs equal the model on the features

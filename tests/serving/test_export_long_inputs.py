@@ -199,6 +199,7 @@ _EXPORTS = [
 ]
 
 
+@pytest.mark.slow
 def test_long_input_exports_answer_as_the_python_features(tiny_runs):
     root = tiny_runs["root"]
     for name, task_name, settings in _EXPORTS:

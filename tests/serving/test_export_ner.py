@@ -115,6 +115,7 @@ OUTPUTS = {
 """
 
 
+@pytest.mark.slow
 def test_tags_equal_test_predictions(ner_run, tmp_path):
     sentences = _sentences(ner_run["data"] / "test.txt")
     expected = _sentences(ner_run["out"] / "test_predictions.txt", column=-1)
@@ -129,6 +130,7 @@ def test_tags_equal_test_predictions(ner_run, tmp_path):
     assert got["ragged_words"] == sentences and got["ragged_tags"] == expected
 
 
+@pytest.mark.slow
 def test_saved_model_cli_lists_the_signatures(ner_run):
     signatures = saved_model_cli_signatures(ner_run["export"])
     assert signatures["serving_default"] == (

@@ -140,6 +140,7 @@ def _check_offsets(got, examples):
         assert " ".join(context[start:end].split()) == answer, (answer, context[start:end])
 
 
+@pytest.mark.slow
 def test_squad_1_1_answers_equal_predictions_json(minilm_tf1, span_checkpoint, tmp_path):
     data = _with_hard(write_squad(tmp_path / "dev.json", 12, seed=5, num_people=3))
     (tmp_path / "dev.json").write_text(json.dumps(data))
@@ -163,6 +164,7 @@ def test_squad_1_1_answers_equal_predictions_json(minilm_tf1, span_checkpoint, t
     )
 
 
+@pytest.mark.slow
 def test_squad_2_0_answers_and_null_threshold(minilm_tf1, span_checkpoint, tmp_path):
     data = _with_hard(
         write_squad(tmp_path / "dev.json", 12, seed=6, unanswerable=0.5, num_people=3)

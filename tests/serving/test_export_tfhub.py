@@ -70,6 +70,7 @@ OUTPUTS = {
 """
 
 
+@pytest.mark.slow
 def test_encoder_and_mlm_equal_the_original(original_gelu, tmp_path):
     ref = original_gelu["ref"]
     config = original_gelu["config"]
@@ -117,6 +118,7 @@ OUTPUTS = {k: v.numpy().tolist() for k, v in out.items()}
 """
 
 
+@pytest.mark.slow
 def test_pretraining_export_equals_the_original(original_gelu, tmp_path):
     ref = original_gelu["ref"]
     vocab = _tiny_vocab(tmp_path / "vocab.txt", 99)
@@ -173,6 +175,7 @@ OUTPUTS = {
 """
 
 
+@pytest.mark.slow
 def test_preprocessor_equals_model_garden_and_the_original(minilm_tf1, tmp_path):
     sys.path.insert(0, REPO)
     from data.tokenization.full_tokenizer import FullTokenizer

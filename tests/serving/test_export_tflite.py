@@ -124,6 +124,7 @@ def _strings(values):
     return [v.decode() if isinstance(v, bytes) else v for v in values]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["classifier", "windows"])
 def test_classifier_answers_as_its_saved_model(exports, name):
     instances = _PAIRS if name == "classifier" else [{"text_a": x["text_a"]} for x in _PAIRS]
@@ -136,6 +137,7 @@ def test_classifier_answers_as_its_saved_model(exports, name):
     assert [g["label"] for g in got] == _strings(expected["label"].numpy().tolist())
 
 
+@pytest.mark.slow
 def test_encoder_pools_as_the_tf_hub_encoder(exports):
     predictor = load_predictor(str(exports["encoder"]["tflite"]))
     assert (predictor.instance_keys, predictor.optional_instance_keys) == (("text",), ("text_b",))
@@ -154,6 +156,7 @@ def test_encoder_pools_as_the_tf_hub_encoder(exports):
     assert len(windows[1]["input_ids"]) == 24  # cut to max_seq_length, as the classifier
 
 
+@pytest.mark.slow
 def test_ner_tags_every_word_as_its_saved_model(exports):
     texts = ["john lives in paris", _LONG, "", "dog \u200b ran\tto  the\nmat"]
     expected = _saved_model(exports["ner"]["saved_model"])(text=tf.constant(texts))
@@ -170,6 +173,7 @@ def test_ner_tags_every_word_as_its_saved_model(exports):
     assert len(got[1]["tags"]) == len(_LONG.split())
 
 
+@pytest.mark.slow
 def test_squad_answers_as_its_saved_model(exports):
     instances = [
         {"question": "who sat", "context": "the cat sat on the mat , and the dog ran ."},
@@ -208,6 +212,7 @@ def test_squad_answers_as_its_saved_model(exports):
             assert " ".join(span.split()) == g["answer"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["classifier", "ner", "squad"])
 def test_int8_batches_answer_as_one_by_one(exports, name):
     predictor = load_predictor(str(exports[name]["int8"]))
@@ -228,6 +233,7 @@ def test_int8_batches_answer_as_one_by_one(exports, name):
                 assert a[key] == b[key], key
 
 
+@pytest.mark.slow
 def test_int8_is_smaller_and_tracks_float32(exports):
     float_dir, int8_dir = exports["classifier"]["tflite"], exports["classifier"]["int8"]
     assert json.loads((int8_dir / "serving.json").read_text())["quantize"] == "int8"
@@ -245,6 +251,7 @@ def test_int8_is_smaller_and_tracks_float32(exports):
         assert cosine > 0.99
 
 
+@pytest.mark.slow
 def test_tokenizer_json_gives_the_original_ids(exports, tmp_path):
     # The oracle: Google's own tokenization.py (bert-tensorflow), in a process without this
     # project, against the `tokenizers` library reading only tokenizer.json.
@@ -295,6 +302,7 @@ OUTPUTS = out
     assert shipped == json.loads(open(paths["True"]).read())
 
 
+@pytest.mark.slow
 def test_the_export_runs_without_this_project(exports, tmp_path):
     export_dir = exports["classifier"]["int8"]
     body = """
@@ -317,6 +325,7 @@ OUTPUTS = {"ids": encoding.ids, "logits": out["logits"][0].tolist()}
     np.testing.assert_allclose(out["logits"], ours["logits"], atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "damage, message",
     [
@@ -343,6 +352,7 @@ def test_a_damaged_model_file_is_refused(exports, tmp_path, damage, message):
     assert str(target / "model.tflite") in str(err.value)
 
 
+@pytest.mark.slow
 def test_export_model_command_line(exports, tmp_path):
     # --quantize=int8 implies TFLite; with --format=saved_model it is refused in one sentence.
     checkpoint = exports["classifier"]["saved_model"]

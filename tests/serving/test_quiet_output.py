@@ -61,6 +61,7 @@ def _export(tiny, name, *extra, env):
     return (result.stdout + result.stderr).splitlines()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [(), ("--quantize=int8",)])
 def test_an_export_prints_its_own_progress_only(tiny, extra):
     lines = _export(tiny, f"quiet{len(extra)}", *extra, env=_USER_ENV)
@@ -73,6 +74,7 @@ def test_an_export_prints_its_own_progress_only(tiny, extra):
     assert "Wrote " in lines[-1]
 
 
+@pytest.mark.slow
 def test_tensorflow_s_notices_come_back_when_asked_for(tiny):
     lines = _export(
         tiny,

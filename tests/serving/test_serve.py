@@ -129,6 +129,7 @@ def _assert_same(got, expected):
                 assert a[key] == b[key], key
 
 
+@pytest.mark.slow
 def test_answers_over_http_equal_the_signature_and_the_predictor(
     exports, server, classifier_predictor
 ):
@@ -157,6 +158,7 @@ def test_answers_over_http_equal_the_signature_and_the_predictor(
     )
 
 
+@pytest.mark.slow
 def test_concurrent_requests_share_model_calls(server, classifier_predictor):
     address = server["address"]
     _, before = _request(address, "GET", "/v1/metadata")
@@ -186,6 +188,7 @@ def test_concurrent_requests_share_model_calls(server, classifier_predictor):
     assert requests == 16 and batches < 16, (before, after)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "body,words",
     [
@@ -223,6 +226,7 @@ def _in_process_server(predictor, **settings):
     return server, server.url[len("http://") :]
 
 
+@pytest.mark.slow
 def test_ner_and_squad_answers_equal_the_signature(exports):
     from serving.saved_model_predictor import SavedModelPredictor
 
@@ -275,6 +279,7 @@ def test_ner_and_squad_answers_equal_the_signature(exports):
         _assert_same(payload["predictions"], expected)
 
 
+@pytest.mark.slow
 def test_a_bfloat16_export_says_so_and_answers_close_to_float32(exports, classifier_predictor):
     from serving.predictor import load_predictor
 
@@ -288,6 +293,7 @@ def test_a_bfloat16_export_says_so_and_answers_close_to_float32(exports, classif
     )
 
 
+@pytest.mark.slow
 def test_an_int8_export_answers_over_http_close_to_float32(exports, classifier_predictor):
     from serving.predictor import load_predictor
 
@@ -313,6 +319,7 @@ def test_an_int8_export_answers_over_http_close_to_float32(exports, classifier_p
     )
 
 
+@pytest.mark.slow
 def test_a_tflite_export_is_served_without_the_runtime_s_notices(exports, tmp_path):
     """serve.py prints its own lines only; TF_CPP_MIN_LOG_LEVEL=0 brings back the TFLite
     runtime's XNNPACK notice (printed by its C++, which the variable does not reach)."""
@@ -388,6 +395,7 @@ def test_a_failing_model_gets_500_and_the_server_goes_on():
     assert results["c"] == (200, {"prediction": {"words": ["c"], "tags": ["O"]}})
 
 
+@pytest.mark.slow
 def test_a_folder_that_is_no_export_ends_in_one_sentence(exports, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -421,6 +429,7 @@ def test_a_folder_that_is_no_export_ends_in_one_sentence(exports, tmp_path):
         assert "export_model.py" in last and last.endswith(".")
 
 
+@pytest.mark.slow
 def test_the_predictor_refuses_what_is_no_text_in_export(exports, tmp_path):
     from fileio.errors import UserError
     from serving.saved_model_predictor import SavedModelPredictor
@@ -443,6 +452,7 @@ def test_the_predictor_refuses_what_is_no_text_in_export(exports, tmp_path):
         SavedModelPredictor(tmp_path / "ids")
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_server_cleanly(server):
     process = server["process"]
     process.send_signal(signal.SIGTERM)

@@ -30,6 +30,7 @@ def steps(data, tmp_path_factory):
     return dict(np.load(out / "r.npz"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_loss_and_gradients_equal_without_checkpointing(steps, case):
     without = [steps[k] for k in sorted(steps) if k.startswith(f"{case}/without/g")]
@@ -61,6 +62,7 @@ def _batches(data):
     return records_dataset_fn(data)
 
 
+@pytest.mark.slow
 def test_resumed_run_with_checkpointing_ends_with_uninterrupted_weights(data, tmp_path):
     full = _trainer(tmp_path / "full")
     full.train(_batches(data))

@@ -84,6 +84,7 @@ def _trainer(make_task, tmp_path, pad, **overrides):
     return Trainer(make_task(), create_strategy("one_device"), config)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["classifier", "ner"])
 def test_training_and_prediction_equal_full_length(files, tmp_path, name):
     make_task, reader = _setup(name, files)
@@ -127,6 +128,7 @@ def test_training_and_prediction_equal_full_length(files, tmp_path, name):
         np.testing.assert_allclose(cut_out["loss_sum"], full_out["loss_sum"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_xla_training_on_cut_batches(files, tmp_path):
     """Under XLA the cut batch's real tokens go through the encoder in static token slots, and
     with accumulation the micro-batches stay consecutive slices of the cut batch (the whole

@@ -7,6 +7,7 @@ import sys
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from modeling.config import BertConfig
@@ -43,6 +44,7 @@ def _max_weight_diff(a, b):
     return max(float(np.abs(a[k] - b[k]).max()) for k in a if k.startswith("w/"))
 
 
+@pytest.mark.slow
 def test_mirrored_and_accumulation_match_one_device(data, tmp_path):
     evaluate = ("--eval_steps", 3)
     base = _run_harness(data, tmp_path / "a", tmp_path / "a.npz", "--batch", 8, *evaluate)
@@ -82,6 +84,7 @@ def test_mirrored_and_accumulation_match_one_device(data, tmp_path):
         assert len(keys) > 30 and all(k.endswith("attention/self/key/bias") for k in stuck), stuck
 
 
+@pytest.mark.slow
 def test_xla_with_fused_update_matches_plain_step(data, tmp_path):
     """--use_xla on one replica compiles the update too; training is unchanged by it."""
     plain = _run_harness(data, tmp_path / "a", tmp_path / "a.npz", "--batch", 8)

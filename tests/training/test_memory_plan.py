@@ -87,6 +87,7 @@ def test_auto_takes_the_number_a_previous_run_recorded(tmp_path):
     assert given.num_accumulation_steps == 2
 
 
+@pytest.mark.slow
 def test_auto_under_a_small_budget_accumulates_and_its_measured_peak_fits(tmp_path):
     """run_pretraining with --memory_budget_gb well below what the whole batch needs: the
     micro-batch chosen keeps the process's measured peak (its own ru_maxrss, read by a parent

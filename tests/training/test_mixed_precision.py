@@ -199,6 +199,7 @@ def test_scale_state_survives_a_resume_equal_to_an_uninterrupted_run(
         np.testing.assert_array_equal(again[name], end[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_skipped_steps_on_two_mirrored_replicas_equal_one_device(data, tmp_path):
     """The skip decision, the scale and the step count are taken once for all replicas."""
     result = tmp_path / "result.npz"
@@ -327,6 +328,7 @@ def test_softmax_layer_norm_logits_and_losses_are_float32(policy):
 # ----- training curves and loop structure ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mixed_precision_losses_track_float32(data, tmp_path):
     steps = 200
     curves, initial = {}, {}
@@ -379,6 +381,7 @@ def deterministic_ops():
         tf_config.disable_op_determinism()
 
 
+@pytest.mark.slow
 def test_iterations_per_loop_leaves_the_weights_unchanged(data, tmp_path, deterministic_ops):
     runs = {}
     # Logs and saves too rare to cut a compiled call short.

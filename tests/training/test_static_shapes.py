@@ -113,6 +113,7 @@ def _float16_trainer(tmp_path, name):
     return Trainer(PretrainingTask(tiny_config()), create_strategy("one_device"), config)
 
 
+@pytest.mark.slow
 def test_static_shape_steps_compile_with_xla(tmp_path):
     """Training, evaluation and prediction replica steps under jit_compile=True with static
     shapes: no host-side Python, string tensors or ops XLA cannot compile (a TPU's needs), and

@@ -116,6 +116,7 @@ def _study(tmp_path, pruner):
     )
 
 
+@pytest.mark.slow
 def test_a_lagging_trial_is_pruned_and_stopped(tmp_path):
     sweep = _study(tmp_path, study.make_pruner(True, "median"))
     outcomes = []

@@ -5,6 +5,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 from modeling import tf1_checkpoint
 from modeling.config import BertConfig
@@ -51,6 +52,7 @@ def test_task_losses_match_the_original(original_gelu):
     )
 
 
+@pytest.mark.slow
 def test_task_losses_match_the_original_on_real_pretraining_data(tmp_path):
     """A batch written by create_pretraining_data.py, a fixed random checkpoint: the task's
     losses and metrics equal the original get_masked_lm_output/get_next_sentence_output."""
@@ -230,6 +232,7 @@ def test_regression_loss_is_the_mean_squared_error(original_gelu, tmp_path):
     np.testing.assert_allclose(_loss(task, aux, batch), expected, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_squad_head_and_loss_match_the_original(original_gelu, tmp_path):
     """SquadTask against run_squad's model_fn: PREDICT mode's start and end logits (every
     position, padding included) and TRAIN mode's loss (without dropout)."""

@@ -92,6 +92,7 @@ def _largest_difference(weights, original):
     return max(float(np.max(np.abs(weights[name] - original[name]))) for name in weights)
 
 
+@pytest.mark.slow
 def test_twenty_steps_equal_the_original_training_op(problem, tmp_path):
     original = problem["original"]
     weights, losses = _train(problem, tmp_path / "float32")
@@ -117,6 +118,7 @@ def _gradients_as_scaled(self, grads):
     return grads
 
 
+@pytest.mark.slow
 def test_mixed_float16_unscales_before_clipping(problem, tmp_path, monkeypatch):
     """float16 with loss scaling reaches the float32 weights within float16's rounding; the
     same run applying its scaled gradients (2^15 times too large) lands far from them.

@@ -201,6 +201,7 @@ def _run_ours(corpus, directory, name, num_workers=0, **overrides):
     return outputs, total
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(_FLAG_SETS))
 def test_records_match_original(name, corpus, original, tmp_path, caplog):
     caplog.set_level("INFO", logger="absl")

@@ -203,6 +203,7 @@ def _feature_row(f):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CONVERSIONS)
 def test_examples_features_and_logs_match_original(original, tokenizer, caplog, name):
     input_file, is_training, version_2, (length, stride, query) = _conversion_args(name)

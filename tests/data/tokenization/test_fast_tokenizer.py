@@ -252,6 +252,7 @@ class _Serving(tf.Module):
         return self.preprocessor(text_a, text_b)
 
 
+@pytest.mark.slow
 def test_saved_model_in_fresh_process(tmp_path, vocab_file, corpus_bytes):
     texts = corpus_bytes[:200]
     preprocessor = preprocessing.BertPreprocessor(vocab_file, max_seq_length=24)

@@ -198,6 +198,7 @@ def _first_mismatch(lines, expected, actual):
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("do_lower_case", [True, False])
 def test_matches_original_on_generated_corpus(
     oracle_flags, google_vocab_file, corpus, do_lower_case

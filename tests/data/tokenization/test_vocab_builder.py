@@ -328,6 +328,7 @@ def _run_runner(*args):
     )
 
 
+@pytest.mark.slow
 def test_runner_end_to_end(corpus, tmp_path, oracle_flags):
     path = tmp_path / "vocab.txt"
     result = _run_runner(
