@@ -62,6 +62,9 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    if TEACHER_DIR and RUNNER:
+    if RUNNER:
         sys.argv = distill_flags.with_teacher_flags(sys.argv, TEACHER_DIR)
+    else:
+        # No teacher's runner, no task flags to read the rest with: the teacher's sentence.
+        sys.argv = distill_flags.without_runner_flags(sys.argv, TEACHER_DIR)
     run_command(main)

@@ -112,6 +112,12 @@ def with_teacher_flags(argv, teacher_dir):
     return [argv[0], f"--flagfile={os.path.join(teacher_dir, 'flags.txt')}", *argv[1:]]
 
 
+def without_runner_flags(argv, teacher_dir):
+    """`argv` cut to --teacher_dir and --help (there is no runner whose flags the rest are)."""
+    kept = [arg for arg in argv[1:] if arg.startswith("--help")]
+    return [argv[0], *([f"--teacher_dir={teacher_dir}"] if teacher_dir else []), *kept]
+
+
 def check_teacher(teacher_dir, runner):
     """Refuses a --teacher_dir that is no fine-tuning run with a checkpoint."""
     if not teacher_dir:
