@@ -58,7 +58,9 @@ runner_flags.define_training_flags()
 own_data_flags.define_own_data_flags()
 
 
-def main(_):
+def main(_, distillation=None):
+    """Runs the command; `distillation`: None, or run_distill.py's callable that returns the
+    `jobs.distillation.Distillation` of a student run (called once TensorFlow has loaded)."""
     if memory_flags.printed_memory_plan(FLAGS):
         return
     bert_config, tokenizer = runner_flags.check_fine_tuning(FLAGS)
@@ -87,7 +89,15 @@ def main(_):
     strategy = runner_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(ClassifierRun, FLAGS, task_name=task_name)
     train_config = runner_flags.train_config_from_flags(FLAGS, strategy)
-    run_classifier(run, bert_config, processor, tokenizer, strategy, train_config)
+    run_classifier(
+        run,
+        bert_config,
+        processor,
+        tokenizer,
+        strategy,
+        train_config,
+        distillation=distillation and distillation(),
+    )
 
 
 if __name__ == "__main__":

@@ -60,7 +60,9 @@ runner_flags.define_tpu_flags()
 runner_flags.define_training_flags()
 
 
-def main(_):
+def main(_, distillation=None):
+    """Runs the command; `distillation`: None, or run_distill.py's callable that returns the
+    `jobs.distillation.Distillation` of a student run (called once TensorFlow has loaded)."""
     if memory_flags.printed_memory_plan(FLAGS):
         return
     if FLAGS.max_seq_length is not None and FLAGS.max_seq_length >= 3:
@@ -81,7 +83,14 @@ def main(_):
     strategy = runner_flags.start_tensorflow(FLAGS)
     run = settings_from_flags(NerRun, FLAGS)
     train_config = runner_flags.train_config_from_flags(FLAGS, strategy)
-    run_ner(run, bert_config, tokenizer, strategy, train_config)
+    run_ner(
+        run,
+        bert_config,
+        tokenizer,
+        strategy,
+        train_config,
+        distillation=distillation and distillation(),
+    )
 
 
 if __name__ == "__main__":

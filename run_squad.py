@@ -90,7 +90,9 @@ def validate_flags_or_throw(bert_config):
     bert_config.check_max_seq_length(FLAGS.max_seq_length)
 
 
-def main(_):
+def main(_, distillation=None):
+    """Runs the command; `distillation`: None, or run_distill.py's callable that returns the
+    `jobs.distillation.Distillation` of a student run (called once TensorFlow has loaded)."""
     log_at_info(FLAGS)
     check_flags(FLAGS)
     if memory_flags.printed_memory_plan(FLAGS):
@@ -116,6 +118,7 @@ def main(_):
         tokenizer,
         strategy,
         runner_flags.train_config_from_flags(FLAGS, strategy),
+        distillation=distillation and distillation(),
     )
 
 

@@ -146,7 +146,9 @@ def per_example_outputs(outputs, owners, aggregation, processor):
     }
 
 
-def run_classifier(run, bert_config, processor, tokenizer, strategy, train_config):
+def run_classifier(
+    run, bert_config, processor, tokenizer, strategy, train_config, distillation=None
+):
     """Trains, evaluates and predicts as requested; returns the eval results (or {}).
 
     Writes `train.tf_record`, `eval.tf_record` and `predict.tf_record` (plus one per extra
@@ -160,12 +162,22 @@ def run_classifier(run, bert_config, processor, tokenizer, strategy, train_confi
         tokenizer: a `FullTokenizer`.
         strategy: a `tf.distribute.Strategy`.
         train_config: `TrainConfig` (steps and warmup are derived here from the data).
+        distillation: None, or a `jobs.distillation.Distillation`: the run trains a student
+            of its teacher (run_distill.py).
     """
     # Every set is read (and an empty one refused) before output_dir is created.
     sets = _read_sets(run, processor)
     with worker_output_dir(strategy, run.output_dir) as output_dir:
         return _run(
-            run, output_dir, bert_config, processor, tokenizer, strategy, train_config, sets
+            run,
+            output_dir,
+            bert_config,
+            processor,
+            tokenizer,
+            strategy,
+            train_config,
+            sets,
+            distillation,
         )
 
 
@@ -180,12 +192,20 @@ def _read_sets(run, processor):
     return train, dev_sets, test_sets
 
 
-def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_config, sets):
+def _run(
+    run, output_dir, bert_config, processor, tokenizer, strategy, train_config, sets, distillation
+):
     train_examples, dev_sets, test_sets = sets
     labels = processor.get_labels()
     problem = problem_type_of(processor)
     multi_labels = len(labels) if problem == own_results.MULTI_LABEL else 0
     weights = _class_weights(run, processor, train_examples if run.do_train else [], labels)
+    num_gold = len(train_examples)
+    if distillation and run.do_train:
+        transfer = distillation.transfer_examples(
+            labels, bool(multi_labels), processor.is_regression
+        )
+        train_examples = train_examples + transfer
     how = own_results.parse_decision_threshold(run.decision_threshold)
     # Multi-label decision thresholds: chosen at each dev evaluation, used for prediction.
     chosen = {}
@@ -202,7 +222,7 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
         )
         return path, owners
 
-    def dataset(path, batch_size, is_training, skip=0, batching=None):
+    def dataset(path, batch_size, is_training, skip=0, batching=None, beside=None):
         return classifier_dataset(
             path,
             run.max_seq_length,
@@ -213,6 +233,7 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
             skip_batches=skip,
             batching=batching,
             multi_labels=multi_labels,
+            beside=beside,
         )
 
     written = {}
@@ -262,18 +283,14 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
         train_config = fine_tuning.with_training_steps(
             train_config, len(owners), run.num_train_epochs, run.warmup_proportion
         )
-    trainer = Trainer(
-        ClassifierTask(
-            bert_config,
-            len(labels),
-            processor.is_regression,
-            run.classifier_dropout_prob,
-            multi_label=bool(multi_labels),
-            class_weights=weights,
-        ),
-        strategy,
-        train_config,
-    )
+    task_args = (bert_config, len(labels), processor.is_regression, run.classifier_dropout_prob)
+    task_options = {"multi_label": bool(multi_labels), "class_weights": weights}
+    if distillation:
+        train_config = distillation.train_config(train_config)
+        task = distillation.task(ClassifierTask, *task_args, **task_options)
+    else:
+        task = ClassifierTask(*task_args, **task_options)
+    trainer = Trainer(task, strategy, train_config)
 
     def dev_evaluation(final=False):
         results, counts = {}, None
@@ -322,10 +339,20 @@ def _run(run, output_dir, bert_config, processor, tokenizer, strategy, train_con
         logging.info("  Num examples = %d", len(train_examples))
         if len(owners) != len(train_examples):
             logging.info("  Num windows = %d", len(owners))
+        beside = None
+        if distillation:
+            beside = distillation.teacher_records(
+                output_dir,
+                strategy,
+                train_config,
+                lambda batching: dataset(path, run.eval_batch_size, False, 0, batching),
+                [int(owner < num_gold) for owner in owners],
+                run.max_seq_length,
+            )
         with fine_tuning.reading_own_records(path):
             trainer.train(
                 lambda skip, batching: dataset(
-                    path, train_config.train_batch_size, True, skip, batching
+                    path, train_config.train_batch_size, True, skip, batching, beside
                 ),
                 evaluation if evaluation and evaluation.keep_best else None,
             )

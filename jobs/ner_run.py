@@ -74,7 +74,7 @@ def _scores(conll_file, word_tags, outputs, prefix):
     return results
 
 
-def run_ner(run, bert_config, tokenizer, strategy, train_config):
+def run_ner(run, bert_config, tokenizer, strategy, train_config, distillation=None):
     """Trains, evaluates and predicts as requested; returns the eval results (or {}).
 
     Reads `train.txt`, `dev.txt` and `test.txt` in `run.data_dir`. Writes `labels.txt`,
@@ -88,6 +88,8 @@ def run_ner(run, bert_config, tokenizer, strategy, train_config):
         tokenizer: a `FullTokenizer`.
         strategy: a `tf.distribute.Strategy`.
         train_config: `TrainConfig` (steps and warmup are derived here from the data).
+        distillation: None, or a `jobs.distillation.Distillation`: the run trains a student
+            of its teacher (run_distill.py).
     """
     # Every input is read and checked before training and before output_dir is created, so
     # bad data fails in seconds and leaves nothing behind.
@@ -101,11 +103,18 @@ def run_ner(run, bert_config, tokenizer, strategy, train_config):
             ner_labels.check_tags_in_labels(conll_file, labels)
     data = (train_file, dev, test, labels)
     with worker_output_dir(strategy, run.output_dir) as output_dir:
-        return _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data)
+        return _run(
+            run, output_dir, bert_config, tokenizer, strategy, train_config, data, distillation
+        )
 
 
-def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
+def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data, distillation):
     train_file, dev, test, labels = data
+    num_gold = len(train_file.sentences) if train_file else 0
+    if distillation and train_file and distillation.transfer_files:
+        first_document = train_file.sentences[-1].document + 1 if num_gold else 0
+        transfer = distillation.transfer_sentences(labels, first_document)
+        train_file = dataclasses.replace(train_file, sentences=train_file.sentences + transfer)
     label_map = {label: index for index, label in enumerate(labels)}
     ner_labels.write_label_file(os.path.join(output_dir, ner_labels.LABELS_FILE), labels)
 
@@ -148,7 +157,12 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
         train_config = fine_tuning.with_training_steps(
             train_config, len(train_file.sentences), run.num_train_epochs, run.warmup_proportion
         )
-    task = NerTask(bert_config, len(labels), run.classifier_dropout_prob)
+    task_args = (bert_config, len(labels), run.classifier_dropout_prob)
+    if distillation:
+        train_config = distillation.train_config(train_config)
+        task = distillation.task(NerTask, *task_args)
+    else:
+        task = NerTask(*task_args)
     trainer = Trainer(task, strategy, train_config)
     dev_windows = []
 
@@ -172,6 +186,18 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
         # leave each batch within a few documents.
         random.Random(train_config.data_seed).shuffle(windows)
         path = fine_tuning.write_records(output_dir, "train", write_ner_tfrecord, windows)
+        beside = None
+        if distillation:
+            beside = distillation.teacher_records(
+                output_dir,
+                strategy,
+                train_config,
+                lambda batching: ner_dataset(
+                    path, run.max_seq_length, run.eval_batch_size, False, batching=batching
+                ),
+                [int(window.words[0][1] < num_gold) for window in windows],
+                run.max_seq_length,
+            )
         windows = None  # training reads the file
         with fine_tuning.reading_own_records(path):
             trainer.train(
@@ -183,6 +209,7 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data):
                     train_config.data_seed,
                     skip,
                     batching,
+                    beside,
                 ),
                 evaluation if evaluation and evaluation.keep_best else None,
             )

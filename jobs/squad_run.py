@@ -66,7 +66,7 @@ def _write_features(run, examples, tokenizer, name, is_training):
     return features, path
 
 
-def run_squad(run, bert_config, tokenizer, strategy, train_config):
+def run_squad(run, bert_config, tokenizer, strategy, train_config, distillation=None):
     """Trains and predicts as requested; returns the predictions dict (or {}).
 
     Writes `train.tf_record`, checkpoints and `bert_model.ckpt`-style checkpoints while
@@ -79,6 +79,8 @@ def run_squad(run, bert_config, tokenizer, strategy, train_config):
         tokenizer: a `FullTokenizer`.
         strategy: a `tf.distribute.Strategy`.
         train_config: `TrainConfig` (steps and warmup are derived here from the data).
+        distillation: None, or a `jobs.distillation.Distillation`: the run trains a student
+            of its teacher (run_distill.py).
     """
     # Both files are read (and refused if they yield nothing) before output_dir is created.
     examples = _read_examples(run)
@@ -91,6 +93,7 @@ def run_squad(run, bert_config, tokenizer, strategy, train_config):
             strategy,
             train_config,
             examples,
+            distillation,
         )
 
 
@@ -121,14 +124,19 @@ def _read_examples(run):
     return train_examples, predict_examples
 
 
-def _run(run, bert_config, tokenizer, strategy, train_config, examples):
+def _run(run, bert_config, tokenizer, strategy, train_config, examples, distillation=None):
     train_examples, examples = examples
     if run.do_train:
         # Counted in examples, not features, as the original: features outnumber examples.
         train_config = fine_tuning.with_training_steps(
             train_config, len(train_examples), run.num_train_epochs, run.warmup_proportion
         )
-    trainer = Trainer(SquadTask(bert_config), strategy, train_config)
+    if distillation:
+        train_config = distillation.train_config(train_config)
+        task = distillation.task(SquadTask, bert_config)
+    else:
+        task = SquadTask(bert_config)
+    trainer = Trainer(task, strategy, train_config)
 
     written, dev_evals = {}, None
 
@@ -153,6 +161,19 @@ def _run(run, bert_config, tokenizer, strategy, train_config, examples):
         train_features, train_path = _write_features(run, train_examples, tokenizer, "train", True)
         logging.info("  Num orig examples = %d", len(train_examples))
         logging.info("  Num split examples = %d", len(train_features))
+        beside = None
+        if distillation:
+            # Every feature of a training example has its gold answer span (or none, 0 and 0).
+            beside = distillation.teacher_records(
+                run.output_dir,
+                strategy,
+                train_config,
+                lambda batching: squad_dataset(
+                    train_path, run.max_seq_length, run.predict_batch_size, False, batching=batching
+                ),
+                [1] * len(train_features),
+                run.max_seq_length,
+            )
         train_features = None  # training reads the file; the list can be large
         with fine_tuning.reading_own_records(train_path):
             trainer.train(
@@ -164,6 +185,7 @@ def _run(run, bert_config, tokenizer, strategy, train_config, examples):
                     train_config.data_seed,
                     skip,
                     batching,
+                    beside,
                 ),
                 dev_evals if dev_evals and dev_evals.keep_best else None,
             )

@@ -53,7 +53,8 @@ def test_the_pages_show_every_runner():
 _PATH_FLAGS = (
     "input_file|output_file|vocab_file|bert_config_file|init_checkpoint|data_dir|output_dir|"
     "train_file|predict_file|input_checkpoint|checkpoint|export_dir|input_dir|label_file|"
-    "preprocessor_export_dir|model"
+    "preprocessor_export_dir|model|teacher_dir|student_config_file|student_checkpoint|"
+    "transfer_file"
 )
 
 

@@ -357,9 +357,17 @@ class Trainer:
         Returns:
             dict name -> np.ndarray, concatenated over all examples, in order.
         """
+        return inference.collect(self._predicted_batches(dataset_fn, num_examples, unit, of))
+
+    def predict_rows(self, dataset_fn, num_examples=None, unit="examples", of=None):
+        """As `predict`, streamed: one dict name -> np.ndarray per example, in input order, as
+        the batches come (nothing is collected)."""
+        return inference.in_input_order(self._predicted_batches(dataset_fn, num_examples, unit, of))
+
+    def _predicted_batches(self, dataset_fn, num_examples, unit, of):
         batches = inference_batches(self.strategy, dataset_fn, self.plan.prediction())
         progress = summaries.InferenceProgress("predict", num_examples, unit=unit, of=of)
-        return inference.collect(inference.predictions(self._predict_step, batches, progress))
+        return inference.predictions(self._predict_step, batches, progress)
 
     def export_original(self, output_dir, config_json):
         """Writes `bert_model.ckpt` (original names, heads included) and `bert_config.json`."""

@@ -365,6 +365,7 @@ class NerTask(Task):
             tf.maximum(labels, 0), logits
         )
         return {
+            "logits": logits,
             "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32),
             "token_loss": token_loss,
             "labelled": labelled,

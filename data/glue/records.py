@@ -72,11 +72,13 @@ def classifier_dataset(
     skip_batches=0,
     batching=None,
     multi_labels=0,
+    beside=None,
 ):
     """The original run_classifier input pipeline over a file of `write_classifier_tfrecord`.
 
     See `data.records.input_pipeline.fine_tuning_dataset` for the order and batching;
-    `multi_labels` as for `classifier_feature_spec`.
+    `multi_labels` as for `classifier_feature_spec`; `beside` (records joining each
+    example's, e.g. a teacher's outputs) as for `fine_tuning_dataset`.
 
     Returns:
         A `tf.data.Dataset` of dicts: `input_ids`, `input_mask`, `segment_ids` int32
@@ -85,4 +87,6 @@ def classifier_dataset(
         multi-label task).
     """
     spec = classifier_feature_spec(max_seq_length, is_regression, multi_labels)
-    return fine_tuning_dataset(path, spec, batch_size, is_training, seed, skip_batches, batching)
+    return fine_tuning_dataset(
+        path, spec, batch_size, is_training, seed, skip_batches, batching, beside
+    )

@@ -24,14 +24,24 @@ def write_ner_tfrecord(windows, path):
 
 
 def ner_dataset(
-    path, max_seq_length, batch_size, is_training, seed=None, skip_batches=0, batching=None
+    path,
+    max_seq_length,
+    batch_size,
+    is_training,
+    seed=None,
+    skip_batches=0,
+    batching=None,
+    beside=None,
 ):
     """The fine-tuning input pipeline over a file of `write_ner_tfrecord`.
 
-    See `data.records.input_pipeline.fine_tuning_dataset` for the order and batching.
+    See `data.records.input_pipeline.fine_tuning_dataset` for the order, batching and
+    `beside` (records joining each example's, e.g. a teacher's outputs).
 
     Returns:
         A `tf.data.Dataset` of dicts of int32 `[batch, max_seq_length]` tensors.
     """
     spec = ner_feature_spec(max_seq_length)
-    return fine_tuning_dataset(path, spec, batch_size, is_training, seed, skip_batches, batching)
+    return fine_tuning_dataset(
+        path, spec, batch_size, is_training, seed, skip_batches, batching, beside
+    )

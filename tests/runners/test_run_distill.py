@@ -1,0 +1,273 @@
+"""run_distill.py end to end on tiny teachers: a classifier student of the teacher's own layers
+(its starting weights, its stored teacher outputs, its run folder) exported by export_model.py
+(float32 and int8), a resume mid-run bit-equal to the run that was not stopped, NER with
+unlabelled transfer text, SQuAD, and the refusals before TensorFlow loads."""
+
+import json
+import os
+import re
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+from tests.helpers.glue_tasks import write_sst2
+from tests.helpers.paths import TESTDATA
+from tests.helpers.scripts import REPO, run_in_repo
+from tests.helpers.squad_tasks import write_squad
+from tests.helpers.tiny_config import write_tiny_config
+from tests.helpers.tiny_exports import VOCAB
+
+CONLL = os.path.join(TESTDATA, "conll2003")
+
+
+def _script(name, *flags):
+    result = run_in_repo([sys.executable, os.path.join(REPO, name), *map(str, flags)], timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def _arrays(prefix):
+    from modeling import tf1_checkpoint
+
+    return tf1_checkpoint.read_checkpoint(str(prefix))
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("distill")
+    (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    write_tiny_config(root / "bert_config.json", vocab_size=len(VOCAB), num_hidden_layers=4)
+    return root
+
+
+def _common(root):
+    return [
+        f"--vocab_file={root / 'vocab.txt'}",
+        f"--bert_config_file={root / 'bert_config.json'}",
+        "--train_batch_size=8",
+        "--learning_rate=2e-3",
+        "--deterministic",
+    ]
+
+
+@pytest.fixture(scope="module")
+def classifier_teacher(root):
+    write_sst2(root / "sst2", num_train=64, num_dev=16, num_test=8)
+    out = root / "sst2_teacher"
+    _script(
+        "run_classifier.py",
+        "--task_name=SST-2",
+        f"--data_dir={root / 'sst2'}",
+        *_common(root),
+        "--max_seq_length=24",
+        "--num_train_epochs=2",
+        "--do_train",
+        "--do_eval",
+        f"--output_dir={out}",
+    )
+    return out
+
+
+def _distil_classifier(teacher, out):
+    return _script(
+        "run_distill.py",
+        f"--teacher_dir={teacher}",
+        "--student_layers=1,3",
+        f"--output_dir={out}",
+        "--do_predict",
+        "--num_train_epochs=3",
+        "--save_checkpoints_steps=8",
+        "--keep_checkpoint_max=10",
+        "--temperature=2",
+        "--distill_alpha=0.7",
+    )
+
+
+@pytest.fixture(scope="module")
+def classifier_student(root, classifier_teacher):
+    out = root / "sst2_student"
+    _distil_classifier(classifier_teacher, out)
+    return out
+
+
+@pytest.mark.slow
+def test_classifier_student_is_a_run_of_run_classifier(
+    root, classifier_teacher, classifier_student
+):
+    out = classifier_student
+    # The student's first weights: the teacher's at layers 1 and 3, embeddings, pooler, head.
+    teacher = _arrays(classifier_teacher)
+    student = _arrays(out / "student_init" / "bert_model.ckpt")
+    assert json.loads((out / "bert_config.json").read_text())["num_hidden_layers"] == 2
+    for name, value in student.items():
+        source = re.sub(r"layer_(\d+)/", lambda m: f"layer_{(1, 3)[int(m.group(1))]}/", name)
+        np.testing.assert_array_equal(value, teacher[source], err_msg=name)
+    assert len(student) == len(teacher) - 2 * 16
+    # The teacher's outputs: one row per training record; every example has its gold label.
+    from data.records.teacher_outputs import read_teacher_records
+
+    logits, gold = read_teacher_records(str(out / "teacher_outputs.tf_record"), (2,))
+    assert logits.shape == (64, 2) and gold.tolist() == [1] * 64
+    assert np.isfinite(logits).all() and np.ptp(logits) > 0
+    # A run of run_classifier.py: its flags.txt, labels, evaluation and prediction files.
+    flags_txt = (out / "flags.txt").read_text()
+    assert flags_txt.startswith("# run_classifier.py:")
+    assert "--teacher_dir" not in flags_txt and "--temperature" not in flags_txt
+    assert f"--bert_config_file={out / 'bert_config.json'}" in flags_txt
+    for name in ("labels.txt", "problem.json", "eval_results.txt", "test_results.tsv"):
+        assert (out / name).is_file(), name
+    results = dict(
+        line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines()
+    )
+    assert results["global_step"] == "24"  # int(64 / 8 * 3)
+    # export_model.py takes it as any run: float32 and int8.
+    for extra in ([], ["--quantize=int8"]):
+        export = root / f"export{len(extra)}"
+        _script(
+            "export_model.py",
+            "--task=classifier",
+            f"--checkpoint={out}",
+            f"--bert_config_file={out / 'bert_config.json'}",
+            f"--vocab_file={root / 'vocab.txt'}",
+            f"--export_dir={export}",
+            *extra,
+        )
+        assert (export / ("model.tflite" if extra else "saved_model.pb")).is_file()
+
+
+@pytest.mark.slow
+def test_resume_mid_run_is_bit_equal(root, classifier_teacher, classifier_student):
+    """The student's folder as a run stopped after step 8 left it, resumed: the same weights."""
+    resumed = root / "sst2_resumed"
+    shutil.copytree(classifier_student, resumed)
+    for path in resumed.glob("model.ckpt-*"):
+        if int(path.name.split("-")[1].split(".")[0]) > 8:
+            path.unlink()
+    (resumed / "checkpoint").unlink()
+    # The run wrote its absolute paths into its own files; the copy keeps the original's.
+    result = _distil_classifier(classifier_teacher, resumed)
+    assert "Teacher outputs read from" in result.stderr
+    assert "model.ckpt-8 at step 8" in result.stderr
+    final, uninterrupted = (
+        _arrays(resumed / "model.ckpt-24"),
+        _arrays(classifier_student / "model.ckpt-24"),
+    )
+    assert final.keys() == uninterrupted.keys()
+    for name in final:
+        np.testing.assert_array_equal(final[name], uninterrupted[name], err_msg=name)
+
+
+def _conll_slice(directory, sentences):
+    directory.mkdir()
+    for name, count in (("train", sentences), ("dev", 20)):
+        with open(os.path.join(CONLL, f"{name}.txt")) as f:
+            blocks = f.read().split("\n\n")[:count]
+        (directory / f"{name}.txt").write_text("\n\n".join(blocks) + "\n")
+
+
+@pytest.mark.slow
+def test_ner_student_with_transfer_text(root):
+    _conll_slice(root / "conll", 48)
+    teacher = root / "ner_teacher"
+    _script(
+        "run_ner.py",
+        f"--data_dir={root / 'conll'}",
+        *_common(root),
+        "--do_lower_case=true",
+        "--max_seq_length=32",
+        "--doc_stride=15",
+        "--num_train_epochs=1",
+        "--do_train",
+        f"--output_dir={teacher}",
+    )
+    transfer = root / "transfer.txt"
+    transfer.write_text("the man went to paris\n\nwho went to the river ?\n")
+    out = root / "ner_student"
+    _script(
+        "run_distill.py",
+        f"--teacher_dir={teacher}",
+        "--student_layers=0,2",
+        f"--transfer_file={transfer}",
+        "--do_eval",
+        f"--output_dir={out}",
+    )
+    from data.records.teacher_outputs import read_teacher_records
+
+    labels = (teacher / "labels.txt").read_text().split()
+    logits, gold = read_teacher_records(str(out / "teacher_outputs.tf_record"), (32, len(labels)))
+    # The two transfer sentences have no gold tags; the training windows all have theirs.
+    assert (gold == 0).sum() == 2 and (gold == 1).sum() == len(gold) - 2
+    assert (out / "labels.txt").read_text() == (teacher / "labels.txt").read_text()
+    assert (out / "eval_predictions.txt").is_file()
+    assert "eval_f1" in (out / "eval_results.txt").read_text()
+
+
+@pytest.mark.slow
+def test_squad_student(root):
+    write_squad(root / "train.json", 24, seed=0)
+    write_squad(root / "dev.json", 6, seed=1)
+    teacher = root / "squad_teacher"
+    _script(
+        "run_squad.py",
+        *_common(root),
+        f"--train_file={root / 'train.json'}",
+        f"--predict_file={root / 'dev.json'}",
+        "--max_seq_length=64",
+        "--doc_stride=32",
+        "--max_query_length=16",
+        "--num_train_epochs=1",
+        "--do_train",
+        f"--output_dir={teacher}",
+    )
+    small = root / "small_config.json"
+    write_tiny_config(small, vocab_size=len(VOCAB), num_hidden_layers=1)
+    out = root / "squad_student"
+    _script(
+        "run_distill.py",
+        f"--teacher_dir={teacher}",
+        f"--student_config_file={small}",
+        "--do_predict",
+        f"--output_dir={out}",
+    )
+    assert json.loads((out / "predictions.json").read_text())
+    assert (out / "flags.txt").read_text().startswith("# run_squad.py:")
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        ([], "run_distill.py needs --teacher_dir"),
+        (["--teacher_dir=/nonexistent"], "holds no flags.txt of run_classifier.py"),
+    ],
+)
+def test_refusals_name_the_flag(tmp_path, extra, message):
+    result = run_in_repo([sys.executable, os.path.join(REPO, "run_distill.py"), *extra])
+    assert result.returncode == 1
+    assert message in result.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--output_dir={out}"], "Pass the student as --student_layers"),
+        (["--output_dir={teacher}", "--student_layers=1"], "Pass --output_dir: the student's own"),
+        (["--output_dir={out}", "--student_layers=3,1"], "--student_layers=3,1 is not a list"),
+        (["--output_dir={out}", "--student_layers=1", "--temperature=0"], "--temperature=0.0"),
+    ],
+)
+def test_refusals_with_a_teacher(classifier_teacher, tmp_path, extra, message):
+    flags = [f.format(out=tmp_path / "out", teacher=classifier_teacher) for f in extra]
+    result = run_in_repo(
+        [
+            sys.executable,
+            os.path.join(REPO, "run_distill.py"),
+            f"--teacher_dir={classifier_teacher}",
+            *flags,
+        ]
+    )
+    assert result.returncode == 1
+    assert message in result.stderr.strip().splitlines()[-1]
+    assert "tensorflow" not in result.stderr.lower()

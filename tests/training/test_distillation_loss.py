@@ -1,0 +1,202 @@
+"""The distillation loss (training/distillation.py) against a hand computation in numpy: the
+temperature and its T^2 scaling, the mixing weight, examples without a gold label, NER's masked
+tokens and SQuAD's start and end; and the task's own loss where a batch has no teacher outputs."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.helpers.tiny_config import tiny_config
+from training.distillation import (
+    DistilledClassifierTask,
+    DistilledNerTask,
+    DistilledSquadTask,
+    DistillSettings,
+    softmax_kl,
+)
+
+B, S, C = 4, 8, 3
+
+
+def _log_softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def _kl(teacher, student, t):
+    """T^2 KL(softmax(teacher / T) || softmax(student / T)), by hand."""
+    log_p, log_q = _log_softmax(teacher / t), _log_softmax(student / t)
+    return t * t * (np.exp(log_p) * (log_p - log_q)).sum(-1)
+
+
+def _ce(logits, labels):
+    return -np.take_along_axis(_log_softmax(logits), labels[..., None], -1)[..., 0]
+
+
+def _inputs(rng, lengths):
+    mask = (np.arange(S)[None] < np.array(lengths)[:, None]).astype(np.int32)
+    ids = rng.integers(5, 90, (len(lengths), S)).astype(np.int32) * mask
+    return {"input_ids": ids, "input_mask": mask, "segment_ids": np.zeros_like(ids)}
+
+
+def _task(cls, settings, *args, **kwargs):
+    task = cls(settings, tiny_config(hidden_dropout_prob=0.0), *args, **kwargs)
+    task.build_model()
+    return task
+
+
+def test_softmax_kl_is_zero_on_equal_logits_and_scales_with_t_squared():
+    z = np.array([[1.0, -2.0, 0.5]], np.float32)
+    np.testing.assert_allclose(softmax_kl(z, z, 3.0).numpy(), [0.0], atol=1e-6)
+    other = np.array([[0.0, 1.0, 2.0]], np.float32)
+    for t in (1.0, 2.0, 4.0):
+        np.testing.assert_allclose(softmax_kl(z, other, t).numpy(), _kl(z, other, t), rtol=1e-5)
+
+
+@pytest.mark.parametrize("temperature,alpha", [(1.0, 0.5), (2.0, 0.3), (4.0, 1.0), (3.0, 0.0)])
+def test_classifier_loss_by_hand(temperature, alpha):
+    rng = np.random.default_rng(0)
+    task = _task(DistilledClassifierTask, DistillSettings(temperature, alpha), C, dropout_rate=0.0)
+    features = _inputs(rng, [8, 5, 3, 6])
+    labels = np.array([0, 2, 1, 2], np.int32)
+    teacher = rng.normal(0, 2, (B, C)).astype(np.float32)
+    gold = np.array([1, 1, 0, 1], np.int32)  # the third has no gold label (transfer text)
+    real = np.array([1, 1, 1, 0], np.int32)  # the last is padding
+    aux = task.forward(
+        {
+            **features,
+            "label_ids": labels,
+            "is_real_example": real,
+            "teacher_logits": teacher,
+            "gold": gold,
+        },
+        training=False,
+    )
+    student = aux["logits"].numpy()
+    a = np.where(gold > 0, alpha, 1.0)
+    expected = a * _kl(teacher, student, temperature) + (1 - a) * _ce(student, labels)
+    np.testing.assert_allclose(aux["per_example_loss"].numpy(), expected, rtol=1e-5, atol=1e-6)
+    (numerator,) = task.loss_numerators(aux)
+    (weight,) = task.loss_weights({**features, "is_real_example": real})
+    np.testing.assert_allclose(
+        float(numerator) / float(weight), (expected * real).sum() / real.sum(), rtol=1e-5
+    )
+
+
+def test_multi_label_and_regression_by_hand():
+    rng = np.random.default_rng(1)
+    features = _inputs(rng, [8, 4, 2, 7])
+    t = 2.0
+    task = _task(
+        DistilledClassifierTask, DistillSettings(t, 0.25), C, dropout_rate=0.0, multi_label=True
+    )
+    labels = rng.integers(0, 2, (B, C)).astype(np.int32)
+    teacher = rng.normal(0, 2, (B, C)).astype(np.float32)
+    gold = np.ones([B], np.int32)
+    aux = task.forward(
+        {**features, "label_ids": labels, "teacher_logits": teacher, "gold": gold}, False
+    )
+    s = aux["logits"].numpy()
+
+    def bernoulli_kl(p, q):
+        return p * np.log(p / q) + (1 - p) * np.log((1 - p) / (1 - q))
+
+    sig = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+    soft = t * t * bernoulli_kl(sig(teacher / t), sig(s / t)).mean(-1)
+    hard = (-(labels * np.log(sig(s)) + (1 - labels) * np.log(1 - sig(s)))).mean(-1)
+    np.testing.assert_allclose(
+        aux["per_example_loss"].numpy(), 0.25 * soft + 0.75 * hard, rtol=1e-4, atol=1e-6
+    )
+
+    task = _task(DistilledClassifierTask, DistillSettings(t, 0.6), 1, is_regression=True)
+    targets = rng.normal(0, 1, [B]).astype(np.float32)
+    teacher = rng.normal(0, 1, (B, 1)).astype(np.float32)
+    aux = task.forward(
+        {**features, "label_ids": targets, "teacher_logits": teacher, "gold": gold}, False
+    )
+    score = aux["logits"].numpy()[:, 0]
+    # Regression has no temperature: the squared distance from the teacher's score.
+    expected = 0.6 * (score - teacher[:, 0]) ** 2 + 0.4 * (score - targets) ** 2
+    np.testing.assert_allclose(aux["per_example_loss"].numpy(), expected, rtol=1e-5)
+
+
+def test_ner_loss_counts_labelled_tokens_only():
+    rng = np.random.default_rng(2)
+    t, alpha = 2.0, 0.7
+    task = _task(DistilledNerTask, DistillSettings(t, alpha), C, dropout_rate=0.0)
+    lengths = [8, 6, 4, 3]
+    features = _inputs(rng, lengths)
+    labels = np.full((B, S), -1, np.int32)
+    for row, n in enumerate(lengths):
+        # Some first pieces labelled: [CLS], [SEP], other pieces and padding are not.
+        for position in range(1, n - 1, 2):
+            labels[row, position] = rng.integers(0, C)
+    teacher = rng.normal(0, 2, (B, S, C)).astype(np.float32)
+    gold = np.array([1, 0, 1, 1], np.int32)
+    aux = task.forward(
+        {**features, "label_ids": labels, "teacher_logits": teacher, "gold": gold}, False
+    )
+    s = aux["logits"].numpy()
+    mask = labels >= 0
+    a = np.where(gold > 0, alpha, 1.0)[:, None]
+    per_token = a * _kl(teacher, s, t) + (1 - a) * _ce(s, np.maximum(labels, 0))
+    (numerator,) = task.loss_numerators(aux)
+    (weight,) = task.loss_weights({**features, "label_ids": labels})
+    assert float(weight) == mask.sum()
+    np.testing.assert_allclose(float(numerator), (per_token * mask).sum(), rtol=1e-5)
+
+
+def test_ner_reads_teacher_logits_of_a_cut_batch():
+    """A batch cut to its longest sequence keeps the stored logits at full length."""
+    rng = np.random.default_rng(3)
+    task = _task(DistilledNerTask, DistillSettings(1.0, 1.0), C, dropout_rate=0.0)
+    features = _inputs(rng, [5, 3, 4, 5])
+    cut = {k: v[:, :5] for k, v in features.items()}
+    labels = np.where(cut["input_mask"] > 0, 0, -1).astype(np.int32)
+    teacher = rng.normal(0, 2, (B, S, C)).astype(np.float32)
+    aux = task.forward({**cut, "label_ids": labels, "teacher_logits": teacher}, False)
+    s = aux["logits"].numpy()
+    expected = (_kl(teacher[:, :5], s, 1.0) * (labels >= 0)).sum()
+    np.testing.assert_allclose(float(task.loss_numerators(aux)[0]), expected, rtol=1e-5)
+
+
+def test_squad_loss_takes_start_and_end():
+    rng = np.random.default_rng(4)
+    t, alpha = 3.0, 0.4
+    task = _task(DistilledSquadTask, DistillSettings(t, alpha))
+    features = _inputs(rng, [8, 7, 6, 8])
+    starts = np.array([1, 2, 0, 3], np.int32)
+    ends = np.array([2, 4, 0, 3], np.int32)
+    teacher = rng.normal(0, 2, (B, 2, S)).astype(np.float32)
+    aux = task.forward(
+        {
+            **features,
+            "start_positions": starts,
+            "end_positions": ends,
+            "teacher_logits": teacher,
+            "gold": np.ones([B], np.int32),
+        },
+        False,
+    )
+    expected = []
+    for index, (side, positions) in enumerate((("start", starts), ("end", ends))):
+        s = aux[f"{side}_logits"].numpy()
+        expected.append(
+            (alpha * _kl(teacher[:, index], s, t) + (1 - alpha) * _ce(s, positions)).sum()
+        )
+    numerators = [float(n) for n in task.loss_numerators(aux)]
+    np.testing.assert_allclose(numerators, expected, rtol=1e-5)
+    assert [float(w) for w in task.loss_weights(features)] == [2.0 * B, 2.0 * B]
+
+
+def test_batches_without_teacher_outputs_keep_the_task_loss():
+    """Evaluation batches: the task's own loss (the gold labels')."""
+    rng = np.random.default_rng(5)
+    task = _task(DistilledClassifierTask, DistillSettings(2.0, 0.5), C, dropout_rate=0.0)
+    features = _inputs(rng, [8, 5, 3, 6])
+    labels = np.array([0, 2, 1, 2], np.int32)
+    aux = task.forward({**features, "label_ids": labels}, training=False)
+    np.testing.assert_allclose(
+        aux["per_example_loss"].numpy(), _ce(aux["logits"].numpy(), labels), rtol=1e-5
+    )
+    assert tf.is_tensor(aux["logits"])
