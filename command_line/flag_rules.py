@@ -83,6 +83,8 @@ _VALUE_RULES = (
     ("num_iterations", _AT_LEAST_1, "pass the learner's rounds, e.g. 4", None),
     ("max_token_chars", _AT_LEAST_1, "pass the longest piece in characters, e.g. 32", None),
     ("progress_interval_s", _POSITIVE, "pass the seconds between progress lines, e.g. 10", None),
+    ("temperature", _POSITIVE, "pass the distillation temperature, e.g. 2", None),
+    ("distill_alpha", _PROBABILITY, "pass the soft targets' weight, e.g. 0.5", None),
 )
 
 # (flag, test, what a value failing `test` does, what is usually meant, phase): values the
