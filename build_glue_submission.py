@@ -13,9 +13,9 @@ Example:
 
 from absl import flags, logging
 
+from command_line.tensorflow_logs import log_at_info
 from data.glue.submission import OFFICIAL_TEST_SIZES, build_submission
 from fileio.errors import run_command
-from training.settings import log_at_info
 
 FLAGS = flags.FLAGS
 

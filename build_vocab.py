@@ -17,8 +17,8 @@ from absl import flags
 
 from command_line.flag_rules import check_flags
 from command_line.flags import quiet_tensorflow_logs
+from command_line.tensorflow_logs import log_at_info
 from fileio.errors import run_command
-from training.settings import log_at_info
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()

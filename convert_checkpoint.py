@@ -24,10 +24,11 @@ Examples:
 
 from absl import flags, logging
 
+from command_line.earlier_run import take_settings_of_run
 from command_line.flags import quiet_tensorflow_logs
+from command_line.tensorflow_logs import log_at_info
 from fileio.errors import run_command
 from modeling.formats import INPUT_FORMATS, OUTPUT_FORMATS
-from training.settings import log_at_info, take_settings_of_run
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()

@@ -20,10 +20,11 @@ Example:
 from absl import flags
 
 from command_line.flag_rules import check_flags
+from command_line.tensorflow_logs import log_at_info
 from data.pretraining.create import create_pretraining_data
 from data.pretraining.instances import PretrainingOptions
 from fileio.errors import run_command
-from training.settings import log_at_info, settings_from_flags
+from training.settings import settings_from_flags
 
 FLAGS = flags.FLAGS
 

@@ -22,6 +22,7 @@ written under a temporary name and renamed; an existing --export_dir is replaced
 
 from absl import flags
 
+from command_line.earlier_run import take_settings_of_run
 from command_line.flag_rules import check_flags, default_stride, ner_window, squad_window
 from command_line.flags import (
     define_long_input_flags,
@@ -30,15 +31,10 @@ from command_line.flags import (
     warn_if_given,
     warn_unused_long_input_flags,
 )
-from command_line.tensorflow_logs import quiet_tensorflow_python_logs
+from command_line.tensorflow_logs import log_at_info, quiet_tensorflow_python_logs
 from fileio.errors import UserError, run_command
 from modeling.config import BertConfig
-from training.settings import (
-    TASK_DEFAULTS,
-    log_at_info,
-    settings_from_flags,
-    take_settings_of_run,
-)
+from training.settings import TASK_DEFAULTS, settings_from_flags
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()

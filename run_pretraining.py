@@ -19,10 +19,11 @@ from absl import flags
 from command_line import flags as runner_flags
 from command_line import memory_flags
 from command_line.flag_rules import check_flags
+from command_line.tensorflow_logs import log_at_info
 from fileio.errors import run_command
 from fileio.patterns import expand_file_patterns
 from modeling.config import BertConfig
-from training.settings import log_at_info, settings_from_flags
+from training.settings import settings_from_flags
 
 FLAGS = flags.FLAGS
 runner_flags.quiet_tensorflow_logs()

@@ -22,8 +22,9 @@ import os
 from absl import flags
 
 from command_line.flag_rules import check_flags
+from command_line.tensorflow_logs import log_at_info
 from fileio.errors import run_command
-from training.settings import default, log_at_info
+from training.settings import default
 from training.sweep.settings import SweepSettings
 
 FLAGS = flags.FLAGS

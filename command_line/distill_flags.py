@@ -17,6 +17,7 @@ from absl import flags
 from fileio import reading
 from fileio.atomic import write_atomically
 from fileio.errors import UserError
+from fileio.flags_file import FLAGS_FILE
 from modeling.config import BertConfig
 from modeling.student_layers import parse_layers, student_config_dict
 
@@ -98,7 +99,7 @@ def teacher_runner(argv):
     teacher_dir = _option_value(argv, "teacher_dir")
     if not teacher_dir:
         return None, None
-    path = os.path.join(teacher_dir, "flags.txt")
+    path = os.path.join(teacher_dir, FLAGS_FILE)
     if not reading.is_file(path):
         return teacher_dir, None
     with reading.open_for_reading(path) as f:

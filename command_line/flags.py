@@ -13,18 +13,12 @@ from absl import flags, logging
 
 from command_line import memory_flags
 from command_line.flag_rules import check_flags, default_stride
+from command_line.tensorflow_logs import log_at_info
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
 from fileio.errors import UserError
+from fileio.flags_file import flagfile_text
 from modeling.config import BertConfig
-from training.settings import (
-    PRECISIONS,
-    STRATEGIES,
-    TrainConfig,
-    default,
-    flagfile_text,
-    log_at_info,
-    settings_from_flags,
-)
+from training.settings import PRECISIONS, STRATEGIES, TrainConfig, default, settings_from_flags
 
 
 def _train(name):

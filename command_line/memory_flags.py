@@ -10,9 +10,9 @@ import os
 from absl import flags, logging
 
 from fileio.errors import UserError
+from fileio.flags_file import recorded_flags
 from modeling.config import BertConfig
 from training import memory_plan
-from training.settings import recorded_flags
 
 AUTO = "auto"
 # Memory sizes --print_memory_plan covers when --memory_budget_gb is not given (GPUs users
@@ -67,7 +67,7 @@ def _estimate(flag_values, device):
     )
 
 
-def print_memory_plan(flag_values):
+def _print_plan(flag_values):
     """Prints the plan of --print_memory_plan (no TensorFlow; GPU calibration)."""
     sizes = PLAN_SIZES_GB if flag_values.memory_budget_gb is None else (
         flag_values.memory_budget_gb,
@@ -129,8 +129,8 @@ def resolve_accumulation(flag_values, strategy):
 
 
 def printed_memory_plan(flag_values):
-    """With --print_memory_plan, prints the plan (`print_memory_plan`) and returns
+    """With --print_memory_plan, prints the plan and returns
     True: the runner then ends, before TensorFlow loads."""
     if flag_values.print_memory_plan:
-        print_memory_plan(flag_values)
+        _print_plan(flag_values)
     return flag_values.print_memory_plan

@@ -1,5 +1,5 @@
-"""TensorFlow's Python log records in a runner's output (its C++ notices:
-`command_line.flags.quiet_tensorflow_logs`, called before TensorFlow loads).
+"""What a runner logs: its own progress at INFO, and TensorFlow's Python log records held back
+(its C++ notices: `command_line.flags.quiet_tensorflow_logs`, called before TensorFlow loads).
 """
 
 import importlib.util
@@ -36,3 +36,9 @@ def quiet_tensorflow_python_logs():
         logger = std_logging.getLogger(name)
         logger.filters = [f for f in logger.filters if not isinstance(f, _TensorFlowDetails)]
         logger.addFilter(details)
+
+
+def log_at_info(flag_values):
+    """Logs the runner's progress (INFO) unless --verbosity / -v asks for another level."""
+    if not flag_values["verbosity"].present:
+        logging.set_verbosity(logging.INFO)

@@ -22,10 +22,10 @@ from data.glue.processors import canonical_task_name, get_processor
 from data.ner.conll import is_iob_tag
 from data.ner.labels import LABELS_FILE, label_file_text, read_label_file
 from fileio import reading
+from fileio.flags_file import recorded_flags
 from jobs.export_run import export_encoder_weights
 from modeling.formats import conversion, task_heads
 from modeling.formats.hf_import import read_hf_config
-from training.settings import recorded_flags
 
 
 @dataclasses.dataclass

@@ -10,8 +10,8 @@ from data.own_data.labels import (
     LABELS_FILE,
     PROBLEM_FILE,
 )
+from fileio.flags_file import recorded_flags
 from modeling import tf1_checkpoint
-from training.settings import recorded_flags
 
 # run_classifier's head: its first dimension is the number of classes
 # (tf1_checkpoint.classifier_variable_map).

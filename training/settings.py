@@ -8,12 +8,6 @@ export_model.py, `TASK_DEFAULTS` (read with `task_default`).
 """
 
 import dataclasses
-import os
-import sys
-
-from absl import logging
-
-from fileio import reading
 
 # --precision: the Keras mixed-precision policies a run may use (`training.precision`).
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -69,12 +63,6 @@ def default(settings_class, name):
     return {f.name: f.default for f in dataclasses.fields(settings_class)}[name]
 
 
-def log_at_info(flag_values):
-    """Logs the runner's progress (INFO) unless --verbosity / -v asks for another level."""
-    if not flag_values["verbosity"].present:
-        logging.set_verbosity(logging.INFO)
-
-
 @dataclasses.dataclass
 class TrainConfig:
     """Everything the loop needs besides the task and the data.
@@ -94,7 +82,7 @@ class TrainConfig:
         num_train_steps, num_warmup_steps: None for fine-tuning runs, which derive them from the
             number of examples and `--num_train_epochs` / `--warmup_proportion`.
         weight_decay_rate, clip_norm: the original optimizer's constants.
-        run_flags: the command's flags as a flagfile (`flagfile_text`), saved
+        run_flags: the command's flags as a flagfile (`fileio.flags_file.flagfile_text`), saved
             by the chief as `output_dir/flags.txt`; empty: nothing saved.
         init_seed, data_seed: the seeds of the new weights and dropout, and of the training
             data's order; None: `seed` (then the run is the original's `--seed` run).
@@ -161,65 +149,3 @@ class TrainConfig:
                 raise ValueError(f"--{name} must be at least 1, got {value}.")
         if self.eval_every_steps < 0:
             raise ValueError(f"--eval_every_steps must be at least 0, got {self.eval_every_steps}.")
-
-
-def take_settings_of_run(flag_values, checkpoint, names):
-    """Sets each of `names` not given on the command line to the value the training run of
-    `checkpoint` used, as its `flags.txt` (beside its checkpoints) records it.
-
-    So that export_model.py exports with the run's --max_seq_length, --do_lower_case, ... by
-    default, rather than with defaults of its own that may differ.
-
-    Args:
-        flag_values: the parsed absl `FlagValues`.
-        checkpoint: a run's output_dir or a checkpoint prefix in it.
-        names: flags the run and this command share.
-
-    Returns:
-        dict name -> value taken from the run (empty without a flags.txt).
-    """
-    folder = checkpoint if reading.is_dir(checkpoint) else os.path.dirname(checkpoint)
-    recorded = recorded_flags(folder, names)
-    taken = {}
-    for name in names:
-        if name in recorded and not flag_values[name].present:
-            flag_values[name].value = flag_values[name].parser.parse(recorded[name])
-            taken[name] = flag_values[name].value
-            logging.info("--%s=%s from %s", name, taken[name], os.path.join(folder, "flags.txt"))
-    return taken
-
-
-def recorded_flags(folder, negatable=()):
-    """Flag name -> value text, as `folder/flags.txt` (a run's, `Trainer`) records them; empty
-    without one. `--noname` of a name in `negatable` reads as name -> "false"."""
-    path = os.path.join(folder, "flags.txt")
-    if not reading.is_file(path):
-        return {}
-    recorded = {}
-    with reading.open_for_reading(path) as f:
-        for line in f:
-            word = line.strip()
-            if not word.startswith("--"):
-                continue
-            name, has_value, text = word[2:].partition("=")
-            if has_value:
-                recorded[name] = text
-            elif name.startswith("no") and name[2:] in negatable:
-                recorded[name[2:]] = "false"
-            else:
-                recorded[name] = "true"
-    return recorded
-
-
-def flagfile_text(flag_values):
-    """The runner's own flags (not absl's or TensorFlow's) as an absl flagfile, one per line.
-
-    The Trainer saves it as `output_dir/flags.txt`, so a run can be told apart from another
-    and repeated with `--flagfile=flags.txt`.
-    """
-    lines = [f"# {os.path.basename(sys.argv[0])}: repeat with --flagfile=<this file>"]
-    for module, module_flags in sorted(flag_values.flags_by_module_dict().items()):
-        if module.startswith(("absl.", "tensorflow.")):
-            continue
-        lines += sorted(f.serialize() for f in module_flags if f.serialize())
-    return "\n".join(lines) + "\n"

@@ -9,6 +9,7 @@ import tensorflow as tf
 from absl import logging
 
 from fileio.atomic import write_atomically
+from fileio.flags_file import FLAGS_FILE
 
 
 class Progress:
@@ -152,4 +153,4 @@ def save_run_flags(output_dir, run_flags):
     a run can be told apart from another and repeated; nothing when there are none."""
     if run_flags:
         tf.io.gfile.makedirs(output_dir)
-        write_atomically(os.path.join(output_dir, "flags.txt"), run_flags)
+        write_atomically(os.path.join(output_dir, FLAGS_FILE), run_flags)

@@ -214,7 +214,7 @@ def _stop(process):
             continue
 
 
-def run_pytest(repo, paths, tier, timeout, scratch, ignore=()):
+def run_pytest(repo, paths, tier, timeout, scratch, ignore=(), workers=2):
     """Runs the tier's tests of `paths` in `repo`, stopping at the first failure.
 
     Args:
@@ -224,6 +224,8 @@ def run_pytest(repo, paths, tier, timeout, scratch, ignore=()):
         timeout: seconds before pytest and its children are stopped.
         scratch: a folder for pytest's base temporary folder and its output.
         ignore: folders left out (`--ignore`).
+        workers: pytest-xdist worker processes; 0 runs the tests in pytest's own process (no
+            workers to start: the quicker stop for a few folders).
 
     Returns:
         (status, first_failure, output_tail): status "passed" (no test failed, or none was
@@ -235,7 +237,8 @@ def run_pytest(repo, paths, tier, timeout, scratch, ignore=()):
     log_path = os.path.join(scratch, "pytest.log")
     command = [
         sys.executable, "-m", "pytest", "-q", "-x", "-rfE", "-p", "no:cacheprovider",
-        "-n", "2", "--dist", "loadscope", f"--basetemp={basetemp}",
+        *(["-n", str(workers), "--dist", "loadscope"] if workers else []),
+        f"--basetemp={basetemp}",
         *TIERS[tier], *paths, *(f"--ignore={folder}" for folder in ignore),
     ]  # fmt: skip
     with open(log_path, "w", encoding="utf-8") as log:
@@ -348,12 +351,16 @@ def run_mutant(repo, mutant, tier, timeout, scratch):
     start = time.monotonic()
     status, failure, stage = "survived", None, None
     with applied(repo, mutant):
-        stages = [("targeted", [targeted], ())]
+        # The targeted folder in one process (it stops at the first failure without waiting
+        # for a second worker), then the rest of the tier in two.
+        stages = [("targeted", [targeted], (), 0)]
         if targeted != "tests":
-            stages.append(("rest", ["tests"], (targeted,)))
-        for name, paths, ignore in stages:
+            stages.append(("rest", ["tests"], (targeted,), 2))
+        for name, paths, ignore, workers in stages:
             left = timeout - (time.monotonic() - start)
-            outcome, failure, _ = run_pytest(repo, paths, tier, max(left, 1), scratch, ignore)
+            outcome, failure, _ = run_pytest(
+                repo, paths, tier, max(left, 1), scratch, ignore, workers
+            )
             if outcome != "passed":
                 status = "caught" if outcome == "failed" else "timeout"
                 stage = name

@@ -26,7 +26,8 @@ def test_a_command_takes_the_settings_its_run_saved(tmp_path):
     flags.txt (written by `flagfile_text`), unless given on its own command line."""
     from absl import flags
 
-    from training.settings import flagfile_text, take_settings_of_run
+    from command_line.earlier_run import take_settings_of_run
+    from fileio.flags_file import flagfile_text
 
     def define(values):
         flags.DEFINE_integer("max_seq_length", 128, "", flag_values=values)
