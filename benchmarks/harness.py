@@ -1,20 +1,16 @@
-"""The driver every benchmark plugs into.
+"""The driver every benchmark plugs into, and what the benchmarks share to run commands and
+describe the machine.
 
 A benchmark is a module of this package that ends with `harness.main(__spec__.name)` and gives
-
-* `add_arguments(parser)`: its own options (model size, batch, steps, ...);
-* `peers(args)`: the `Peer`s it compares, each measured in a process of its own;
-* `measure(args, peer)`: one measurement of one peer in the current process, a dict of
-  numbers (the `METRICS`, plus anything worth keeping in the JSON);
-* `METRICS`: the `Metric`s its tables show.
-
-`python -m benchmarks.<name> [options]` then runs every peer `--rounds` times, each run a fresh
-`python -m benchmarks.<name> ... --measure <peer>` process (no peer inherits another's thread
-pools, compiled functions or memory), the peers' order rotated from round to round so none
-always runs first after a change of load. It prints a line per run and, at the end, a
-Markdown table per metric: each peer's median, its ratio to its baseline's median, its best
-run. `--output FILE` writes the machine, the command line, every run and the table as JSON.
-`--measure PEER` alone runs one measurement in this process and prints its JSON line.
+`add_arguments(parser)` (its options), `peers(args)` (the `Peer`s it compares),
+`measure(args, peer)` (one measurement of one peer in this process: a dict of numbers) and
+`METRICS` (the `Metric`s its tables show); optionally `before(args)` (run by the driver before
+any round; a true result stops there) and `after(args, rows, machine)` (run after the table).
+Its docstring is the `--help` text. `python -m benchmarks.<name> [options]` runs every peer
+`--rounds` times, each run a fresh `python -m benchmarks.<name> ... --measure <peer>` process,
+the order rotated each round; it prints a line per run and a Markdown table per metric (median,
+ratio to the baseline's median, best run). `--output FILE` writes the machine, the command
+line, every run and the table as JSON. `--measure PEER` alone measures one peer here.
 """
 
 import argparse
@@ -24,6 +20,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -35,6 +32,7 @@ from fileio.atomic import open_atomically
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULT_MARK = "BENCHMARK_RESULT "
 _PACKAGES = ("tensorflow", "keras", "keras-hub", "tf-keras", "tf-models-official", "numpy")
+CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_bf16", "amx_int8")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,58 +70,94 @@ def seconds(key, unit="s"):
     return Metric(key, unit, False)
 
 
+def versions(names=_PACKAGES):
+    """{distribution: installed version or None}."""
+    found = {}
+    for name in names:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
 def machine():
-    """What the figures were measured on: CPU count and model, GPU, Python, packages, commit."""
-    cpu = platform.processor() or "unknown"
+    """What the figures were measured on: CPU count, model and vector flags (`CPU_FLAGS`),
+    GPUs, Python, packages, commit."""
+    model, flags = None, set()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = next(
-                (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
-                cpu,
-            )
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model is None:
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
     except OSError:
         pass
-    versions = {}
-    for name in _PACKAGES:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
     ).stdout.strip()
-    gpus = (
-        subprocess.run(
-            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-        )
-        if shutil.which("nvidia-smi")
-        else None
-    )
+    gpus = None
+    if shutil.which("nvidia-smi"):
+        query = ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]
+        gpus = subprocess.run(query, capture_output=True, text=True)
     return {
         "cpus": os.cpu_count(),
-        "cpu": cpu,
+        "cpu": model or platform.processor() or "unknown",
+        "cpu_flags": {flag: flag in flags for flag in CPU_FLAGS},
         "gpus": gpus.stdout.split("\n")[:-1] if gpus and gpus.returncode == 0 else [],
         "python": platform.python_version(),
-        "versions": versions,
+        "versions": versions(),
         "commit": commit or None,
     }
 
 
-def run_measurement(module, argv, peer, timeout=None):
-    """Runs `python -m module *argv --measure peer.name` from the repository root; returns
-    the measurement's dict. Raises RuntimeError with the end of its stderr when it fails."""
-    command = [sys.executable, "-m", module, *argv, "--measure", peer.name]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **peer.env}
-    done = subprocess.run(
-        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
-    if done.returncode != 0 or not lines:
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(command, env=None, timeout=None, log=None):
+    """Runs `command` from the repository root, the one command runner of the benchmarks.
+
+    Args:
+        command: The argument list.
+        env: Variables added to this process's environment.
+        timeout: Seconds before `subprocess.TimeoutExpired`.
+        log: A file path to append its output to, instead of capturing it.
+
+    Returns:
+        (wall seconds, CPU seconds of the command and its children, stdout, stderr).
+
+    Raises:
+        RuntimeError: It failed; the message ends with the end of its stderr.
+    """
+    start, cpu = time.perf_counter(), _children_cpu()
+    streams = {"capture_output": True} if log is None else {"stderr": subprocess.STDOUT}
+    with open(log or os.devnull, "a", encoding="utf-8") as out:
+        if log is not None:
+            streams["stdout"] = out
+        done = subprocess.run(
+            command, cwd=REPO, env={**os.environ, **(env or {})}, text=True, timeout=timeout,
+            **streams,
+        )  # fmt: skip
+    if done.returncode != 0:
+        end = f"see {log}" if log else (done.stderr or "")[-3000:]
         raise RuntimeError(
-            f"{' '.join(command)} failed (exit code {done.returncode}):\n{done.stderr[-3000:]}"
+            f"{' '.join(map(str, command))} failed (exit code {done.returncode}):\n{end}"
         )
+    return time.perf_counter() - start, _children_cpu() - cpu, done.stdout, done.stderr
+
+
+def run_measurement(module, argv, peer, timeout=None):
+    """Runs `python -m module *argv --measure peer.name`; returns the measurement's dict."""
+    command = [sys.executable, "-m", module, *argv, "--measure", peer.name]
+    env = {"TF_CPP_MIN_LOG_LEVEL": "2", **peer.env}
+    stdout = run(command, env, timeout)[2]
+    lines = [line for line in stdout.splitlines() if line.startswith(RESULT_MARK)]
+    if not lines:
+        raise RuntimeError(f"{' '.join(command)} printed no result.")
     return json.loads(lines[-1][len(RESULT_MARK) :])
 
 
@@ -196,12 +230,7 @@ def markdown(rows):
 
 
 def main(module, argv=None):
-    """The command line of the benchmark `module` (its `__spec__.name`, e.g.
-    "benchmarks.classifier"); see this module's docstring.
-
-    The benchmark module gives `add_arguments`, `peers`, `measure` and `METRICS` (the
-    `Metric`s its tables show); its docstring is the `--help` text.
-    """
+    """The command line of the benchmark `module` (its `__spec__.name`); see above."""
     benchmark = sys.modules["__main__"]
     if getattr(benchmark.__spec__, "name", None) != module:
         benchmark = importlib.import_module(module)
@@ -218,6 +247,8 @@ def main(module, argv=None):
     parser.add_argument("--output", help="Write the machine, every run and the table as JSON.")
     parser.add_argument("--measure", metavar="PEER", help="Measure one peer in this process.")
     args = parser.parse_args(argv)
+    if not args.measure and hasattr(benchmark, "before") and benchmark.before(args):
+        return None
     every = peers(args)
     by_name = {peer.name: peer for peer in every}
     if args.measure:
@@ -251,4 +282,6 @@ def main(module, argv=None):
             json.dump(
                 {"machine": described, "argv": argv, "runs": runs, "summary": rows}, f, indent=1
             )
+    if hasattr(benchmark, "after"):
+        benchmark.after(args, rows, described)
     return rows

@@ -112,7 +112,7 @@ def _processor():
 
 
 def measure(args, peer):
-    from benchmarks.precision import minilm
+    from benchmarks.datasets import minilm
 
     os.makedirs(args.work_dir, exist_ok=True)
     checkpoint = minilm(args.work_dir)

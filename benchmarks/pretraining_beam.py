@@ -25,7 +25,7 @@ import tempfile
 import time
 
 from benchmarks import harness, pretraining_data
-from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
+from benchmarks.datasets import add_corpus_arguments, check_corpus_arguments, corpus_path
 from benchmarks.pretraining_data import _FLAGS, run_and_watch
 
 

@@ -24,7 +24,7 @@ import tempfile
 import time
 
 from benchmarks import harness
-from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
+from benchmarks.datasets import add_corpus_arguments, check_corpus_arguments, corpus_path
 
 _FLAGS = [
     "--max_seq_length=128",

@@ -80,8 +80,8 @@ def _eval_results(output_dir):
 
 def prepare(args, module):
     """Runs the steps above; returns what prepare.json records."""
-    from benchmarks.precision import minilm
-    from benchmarks.sentiment_data import write_sst2
+    from benchmarks.datasets import minilm
+    from benchmarks.datasets import write_sst2
 
     work = args.work_dir
     os.makedirs(work, exist_ok=True)

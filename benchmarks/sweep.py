@@ -94,7 +94,7 @@ def _steps_run(trial_dir):
 
 
 def measure(args, peer):
-    from benchmarks.precision import minilm
+    from benchmarks.datasets import minilm
 
     os.makedirs(args.work_dir, exist_ok=True)
     checkpoint = minilm(args.work_dir)

