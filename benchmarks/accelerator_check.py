@@ -3,18 +3,11 @@ machine's GPUs, then pre-training throughput of this project's `Trainer` beside 
 `BertPretrainer` over models, phases, precisions and XLA, as one table. Run it as
 `bash benchmarks/accelerator_check.sh`; see benchmarks/README.md ("Accelerator check").
 
-Every row is one `benchmarks.pretraining_loop` measurement in a process of its own, so a crash
-or an out-of-memory error costs one row: a row that runs out of memory is retried once at half
-the batch. Rows run in order of importance, the headline (BERT-large phase 1, mixed_bfloat16 +
-XLA, both peers) first; a row whose expected time no longer fits in `--budget_s` (counted from
-the start, checks included) is marked "skipped (budget)". The JSON (`--out`) is rewritten
-after every row, so an interrupted run keeps what it measured.
-
-`--dry_run` runs everything on the CPU with a tiny model (2 layers, hidden 32; phase 1 at seq
-32, phase 2 at seq 64), 2 timed steps and a reduced matrix, `DRY_RUN_ROWS` per peer, which
-covers every precision, both XLA settings, both phases and every compiled-step variant of each
-peer (the whole step as one XLA cluster, forward and backward compiled with a float16 loss
-scale, no XLA).
+Every row is one `benchmarks.pretraining_loop` measurement in a process of its own (a row out
+of memory is retried once at half the batch), the headline first; a row whose expected time no
+longer fits in `--budget_s` is "skipped (budget)"; the JSON is rewritten after every row.
+`--dry_run`: the CPU, a tiny model, 2 timed steps and `DRY_RUN_ROWS` per peer (every precision,
+both XLA settings, both phases).
 """
 
 import argparse

@@ -1,23 +1,10 @@
 """The correctness part of the accelerator check: the distributed, mixed-precision and XLA
-paths of the shared `Trainer` on the devices of this machine, on the tests' tiny model and data.
+paths of the shared `Trainer` on this machine's devices, on a tiny model and data (tolerances
+as tests/training/test_loop.py and test_mixed_precision.py justify them; benchmarks/README.md,
+"Accelerator check", lists the checks). float32 matmuls run in full float32 (TensorFloat-32
+off), so float32 is the reference. Writes `{"devices", "replicas", "checks"}` to `--out`.
 
     python -m benchmarks.accelerator_correctness --out checks.json [--mixed_steps 200]
-
-Checks (tolerances as tests/training/test_loop.py and test_mixed_precision.py justify them):
-
-* `mirrored_vs_one_device`: a mirrored strategy over all GPUs (two logical CPU devices without
-  a GPU) against one device, the same global batch, with op determinism on: losses and
-  weights within 1e-5. With one GPU the mirrored run has one replica, which still takes the
-  strategy's distributed input and step.
-* `xla_vs_no_xla`: `use_xla` (the whole step one XLA cluster on one replica) against the plain
-  step: losses and weights within 1e-4.
-* `mixed_float16_tracks_float32`, `mixed_bfloat16_tracks_float32`: the loss curve of each mixed
-  policy against float32 from the same weights: the first step within one bfloat16 unit of
-  roundoff (2^-8, relative), every step within 4 units, every 20-step mean within 1 unit;
-  every step counted (none skipped by the float16 loss scale).
-
-float32 matmuls run in full float32 here (TensorFloat-32 off), so float32 is the reference.
-Writes `{"devices", "replicas", "checks": [{"name", "passed", "detail"}]}` to `--out`.
 """
 
 import argparse

@@ -1,27 +1,6 @@
-"""Fine-tuning and prediction throughput of run_classifier's (or run_ner's) path against the
-bare model step.
-
-`--task classifier` (default) measures `ClassifierTask` on classifier records; `--task ner`
-measures `NerTask` (a tag per token, 9 tags as CoNLL-2003) on NER records written by
-`data.ner.records.write_ner_tfrecord`, read through `data.ner.records.ner_dataset`.
-
-Peers (each `--xla` too, unless `--no_xla`):
-
-* `bare_train`: `ClassifierTask` model and loss with `create_optimizer` in a plain
-  `tf.function` step on one fixed in-memory batch: no input pipeline, no strategy, no
-  logging, no checkpoints.
-* `train`: `training.loop.Trainer` exactly as `run_classifier.py` drives it: the
-  `train.tf_record` that `data.glue.records.write_classifier_tfrecord` writes, read through
-  `data.glue.records.classifier_dataset` (repeat, shuffle, batch), the distributed step and
-  logging; compared with `bare_train`.
-* `bare_predict`: the classifier's forward pass in a plain `tf.function` on a fixed batch.
-* `predict`: `Trainer.predict` over the file with run_classifier's outputs, records read in
-  order, outputs gathered to NumPy (what eval and predict do before writing their files);
-  compared with `bare_predict`.
-
-Examples per second after `--warmup` steps (the first call compiles); prediction runs once over
-a warm-up slice of the file, then is timed over the whole file. Every batch is at the full
-length, as the bare step it is compared with (benchmarks.lengths measures the cut).
+"""Fine-tuning and prediction: run_classifier's and run_ner's paths (`Trainer` on the
+TFRecords the runners write) against the bare model step on one in-memory batch; see
+benchmarks/README.md ("Fine-tuning and prediction").
 
     python -m benchmarks.classifier --config base --rounds 3
     python -m benchmarks.classifier --task ner --config base --rounds 3 --no_xla

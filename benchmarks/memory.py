@@ -1,16 +1,7 @@
-"""Peak memory and step time of one pre-training step with and without gradient checkpointing,
-and the estimate of `training.memory_plan` against the measured peaks.
+"""Peak memory and step time with and without gradient checkpointing, and the memory
+estimate beside the measured peak; see benchmarks/README.md ("Memory").
 
-Each peer is `<config>_<precision>_<plain|checkpointing>` (BERT-base and BERT-large by default;
-float32 and mixed_bfloat16), run in a process of its own: `training.loop.Trainer` exactly as
-run_pretraining builds it, on full-length random records (`--seq` tokens, `--preds` masked
-positions), `--warmup` untimed steps and `--steps` timed ones. Peak memory is measured, not
-estimated: on a GPU TensorFlow's peak allocation (`get_memory_info`), on a CPU the process's
-peak resident memory (`ru_maxrss`, so the runtime and the weights count too); `before_step`
-is the resident memory once the model and optimizer slots exist, so `peak - before_step` is
-what the step itself adds. Ratios are to the same config and precision without checkpointing.
-
-    python -m benchmarks.memory --seq 512 --preds 80 --batch_base 4 --batch_large 1 \\
+    python -m benchmarks.memory --seq 512 --preds 80 --batch_base 4 --batch_large 1 \
         --steps 1 --warmup 1 --rounds 1
 """
 

@@ -1,16 +1,6 @@
-"""Model Garden's BERT pre-training step under a tf.distribute strategy: the `model_garden` peer
-of `benchmarks.pretraining_loop`.
-
-The peer of this project's `Trainer` at the same settings: tf-models-official's `BertEncoder`
-+ `BertPretrainerV2` (built by `benchmarks.peer_models.model_garden_pretrainer`), its
-`official.nlp.optimization.create_optimizer` (AdamWeightDecay, gradient clipping 1.0), the
-same TFRecords read by the same input pipeline, the same Keras precision policy (tf_keras'),
-a `LossScaleOptimizer` for float16, and `iterations_per_loop` steps per compiled call. XLA
-compiles what the `Trainer` compiles at that setting: the whole step on one replica without
-loss scaling, else the forward and backward pass (the cross-replica gradient sum and the
-update stay outside, as they must under a mirrored strategy).
-
-Runs on tf_keras: the process needs `TF_USE_LEGACY_KERAS=1` before TensorFlow is imported.
+"""Model Garden's pre-training step as `benchmarks.pretraining_loop`'s `model_garden` peer
+runs it: its `BertPretrainerV2` on tf_keras, the same TFRecords, input pipeline, precision,
+strategy, clipping and optimizer settings as ours, timed the same way.
 """
 
 import time

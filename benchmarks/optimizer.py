@@ -1,18 +1,6 @@
-"""The optimizer update alone: AdamWeightDecay and LAMB over BERT's variables, per peer.
-
-One update is global-norm clipping (1.0) plus the weight update of every trainable variable of
-BERT with both pretraining heads (the shapes and TF1 names of `training.tasks.PretrainingTask`'s
-model), gradients given, in one `tf.function`. Peers, `<optimizer>_<impl>` for each optimizer
-of `--optimizer`, each compared with `<optimizer>_ours`:
-
-| impl | adamw | lamb |
-|---|---|---|
-| `ours` | `create_optimizer` (TensorFlow's fused Adam kernel + the decay) | `optimizer_type="lamb"` (each variable one XLA-compiled pass) |
-| `ours_unfused` | the same arithmetic, not compiled (one op at a time) | the same |
-| `model_garden` | `official.nlp.optimization.create_optimizer` (fused `ResourceApplyAdam` + decay) | its `lamb` |
-| `keras` | `keras.optimizers.AdamW` (`global_clipnorm=1.0`) | `keras.optimizers.Lamb` |
-
-Milliseconds per update (wall and CPU), the median of `--steps` updates after `--warmup`.
+"""The optimizer update alone: AdamWeightDecay and LAMB, ours (fused and op by op) against
+Model Garden's and keras', on every variable of BERT with both pretraining heads; see
+benchmarks/README.md ("Optimizer").
 
     python -m benchmarks.optimizer --config small --optimizer adamw,lamb --rounds 5
 """

@@ -1,9 +1,5 @@
-"""The training steps (and forward passes) that benchmarks.train_step times, one per peer.
-
-`build_step` returns a zero-argument compiled function for a peer: the step of this project's
-`BertPretrainer`, keras-hub's `BertBackbone` or Model Garden's `BertEncoder`, with the same
-pretraining heads, loss and dropout, on the fixed NumPy inputs of `make_inputs`. Model Garden
-runs on tf_keras, so its process needs `TF_USE_LEGACY_KERAS=1` before TensorFlow loads.
+"""The peers' models of `benchmarks.train_step` and `benchmarks.profile_step`: this project's,
+keras-hub's and Model Garden's BERT pre-training step or encoder call on one random batch.
 """
 
 import numpy as np

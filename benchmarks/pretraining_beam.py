@@ -1,20 +1,9 @@
-"""create_pretraining_data: the fast mode against the same work as an Apache Beam pipeline.
-
-The corpus and flags are benchmarks.pretraining_data's (the Wikipedia excerpt in the gensim
-4.4.0 wheel, `--scale N` copies of it; max_seq_length 128, dupe_factor 5, seed 12345, the
-uncased vocabulary), written as `--files` files. Each run starts create_pretraining_data.py in a
-process of its own and reports its wall and CPU time (it and its workers), the peak RSS of its
-largest process and the peak PSS summed over its process tree, and a digest of its output files
-(the same for every peer: the Beam pipeline writes the fast mode's files).
-
-Peers: `fast` (`--num_workers=2`), `beam_1` (`--beam`, Beam's in-process runner in one process)
-and `beam_2` (`--beam --num_workers=2`, the same runner with two worker processes), the Beam
-peers in the interpreter of `--beam_python` (Beam's pins differ from constraints.txt's:
-requirements-beam.txt); `plan` times the pipeline's one sequential step alone, the scan that
-cuts the input into shards, and reports the number of shards.
+"""create_pretraining_data: the fast mode against the same work as an Apache Beam pipeline
+(`beam_1`, `beam_2` in the interpreter of `--beam_python`), and `plan`, the pipeline's one
+sequential step; see benchmarks/README.md ("On Apache Beam").
 
     pip download --no-deps gensim==4.4.0 -d /tmp/gensim
-    python -m benchmarks.pretraining_beam --wheel /tmp/gensim/gensim-4.4.0-*.whl --scale 4 \\
+    python -m benchmarks.pretraining_beam --wheel /tmp/gensim/gensim-4.4.0-*.whl --scale 4 \
         --beam_python .venv-beam/bin/python --rounds 3
 """
 
@@ -26,7 +15,6 @@ import time
 
 from benchmarks import harness, pretraining_data
 from benchmarks.datasets import add_corpus_arguments, check_corpus_arguments, corpus_path
-from benchmarks.pretraining_data import _FLAGS, run_and_watch
 
 
 def _write_corpus(args, directory):
@@ -71,9 +59,9 @@ def measure(args, peer):
             command = [
                 peer.options["python"], "create_pretraining_data.py", *peer.options["flags"],
                 f"--input_file={work}/corpus_*.txt", f"--output_file={','.join(outputs)}",
-                f"--vocab_file={args.vocab_file}", *_FLAGS,
+                f"--vocab_file={args.vocab_file}", *pretraining_data.FLAGS,
             ]  # fmt: skip
-            result = run_and_watch(command)
+            result = pretraining_data.run_and_watch(command)
             result["output_digest"] = _digest(outputs)
     return {**result, "mb_per_s": corpus_mb / result["wall_s"], "corpus_mb": corpus_mb}
 

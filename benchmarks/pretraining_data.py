@@ -1,15 +1,6 @@
-"""create_pretraining_data: the original against this project's faithful and fast modes.
-
-The corpus is plain text, one sentence per line, a blank line between articles: the Wikipedia
-excerpt inside the gensim 4.4.0 wheel (`--wheel`, read from the zip file; gensim is never
-imported), markup roughly stripped, or any such file (`--corpus`); `--scale N` uses N copies of
-it. Each run starts the script in a process of its own with the same flags (max_seq_length 128,
-max_predictions_per_seq 20, dupe_factor 5, seed 12345, the uncased vocabulary) and reports its
-wall and CPU time, the peak RSS of its largest process (`wait4`) and the peak RSS and PSS summed
-over it and its workers (sampled every 50 ms).
-
-Peers: `original` (bert-tensorflow's `bert.create_pretraining_data`), `faithful`
-(`create_pretraining_data.py`), `fast` (the same with `--num_workers`).
+"""create_pretraining_data: the original (`original`) against this project's `faithful` and
+`fast` modes on the Wikipedia excerpt of the gensim 4.4.0 wheel; wall and CPU time, peak
+memory. See benchmarks/README.md ("Pre-training data").
 
     pip download --no-deps gensim==4.4.0 -d /tmp/gensim
     python -m benchmarks.pretraining_data --wheel /tmp/gensim/gensim-4.4.0-*.whl --rounds 3
@@ -26,7 +17,7 @@ import time
 from benchmarks import harness
 from benchmarks.datasets import add_corpus_arguments, check_corpus_arguments, corpus_path
 
-_FLAGS = [
+FLAGS = [
     "--max_seq_length=128",
     "--max_predictions_per_seq=20",
     "--dupe_factor=5",
@@ -102,7 +93,7 @@ def measure(args, peer):
         with open(corpus, "wb") as f:
             f.write(text * args.scale)
         command = [sys.executable, *peer.options["script"], f"--output_file={work}/out.tfrecord"]
-        command += [f"--input_file={corpus}", f"--vocab_file={args.vocab_file}", *_FLAGS]
+        command += [f"--input_file={corpus}", f"--vocab_file={args.vocab_file}", *FLAGS]
         result = run_and_watch(command)
     corpus_mb = len(text) * args.scale / 1e6
     return {**result, "mb_per_s": corpus_mb / result["wall_s"], "corpus_mb": corpus_mb}

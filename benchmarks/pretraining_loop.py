@@ -1,27 +1,10 @@
-"""Throughput of the whole pre-training loop against the bare model step at the same config.
-
-Peers:
-
-* `bare` (the baseline): `PretrainingTask` model, loss and `create_optimizer` in a plain
-  `tf.function` step on one fixed in-memory batch: no input pipeline, no strategy, no logging,
-  no checkpoints.
-* `loop`: `training.loop.Trainer` exactly as run_pretraining uses it, reading TFRecords through
-  `data.records.input_pipeline.pretraining_dataset` (parsing, shuffling, batching), with
-  `--iterations_per_loop` steps per compiled call and progress logging every call.
-* `model_garden`: Model Garden's `BertPretrainer` step at the same settings
-  (`benchmarks.model_garden_pretraining`), on tf_keras.
-
-`--xla` and `--precision` apply to every peer. `--strategy mirrored` runs `loop` and
-`model_garden` over all local GPUs (one logical CPU device without GPUs). Each measurement
-gives examples/s after `--warmup` steps (the first call compiles), examples/s and model
-TFLOP/s in all and per replica, the time of the first compiled call and the peak device memory
-of the process (the largest over its GPUs).
+"""The pre-training loop: `bare` (the model and loss in one `tf.function` on an in-memory
+batch), `loop` (`training.loop.Trainer` as run_pretraining.py runs it) and `model_garden`;
+examples/s and model TFLOP/s per replica, first-call time, peak device memory. See
+benchmarks/README.md ("Pre-training loop").
 
     python -m benchmarks.pretraining_loop --config mini --batch 32 --steps 40 --warmup 10 --rounds 2
     python -m benchmarks.pretraining_loop --config base --batch 8 --xla --only loop
-
-On a GPU machine `bash benchmarks/accelerator_check.sh` runs `loop` and `model_garden` over the
-BERT-base / BERT-large, phase-1 / phase-2, precision and XLA matrix.
 """
 
 import os

@@ -1,14 +1,8 @@
-"""Op-level time of one peer's training step (or forward pass), from a tf.profiler trace.
-
-Builds the step benchmarks.train_step times (`benchmarks.peer_models`), runs `--warmup` untimed
-calls, traces `--steps` calls with `tf.profiler.experimental` and sums the traced op durations
-per op type and per op name (milliseconds per step, summed over TensorFlow's compute threads, so
-the total can exceed wall time on several cores). Use it to see where two peers differ:
+"""Where a `benchmarks.train_step` peer's step spends its op time: TensorFlow's profiler,
+totals per op type.
 
     python -m benchmarks.profile_step --peer ours --config mini --mode train
     python -m benchmarks.profile_step --peer model_garden --config mini --mode train
-
-Op durations include time a thread was descheduled, so profile on an otherwise idle machine.
 """
 
 import argparse

