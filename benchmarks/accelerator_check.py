@@ -239,18 +239,11 @@ def table(rows, args):
 def _run(argv, timeout):
     """(stdout, stderr, failure or None) of `python *argv`, run from the repository root."""
     try:
-        done = subprocess.run(
-            [sys.executable, *argv],
-            cwd=harness.REPO,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired as expired:
-        err = expired.stderr.decode() if isinstance(expired.stderr, bytes) else expired.stderr
-        return "", err or "", f"timeout after {timeout:.0f} s"
-    failure = None if done.returncode == 0 else f"exited with status {done.returncode}"
-    return done.stdout, done.stderr, failure
+        return *harness.run([sys.executable, *argv], timeout=timeout)[2:], None
+    except subprocess.TimeoutExpired:
+        return "", "", f"timeout after {timeout:.0f} s"
+    except RuntimeError as error:
+        return "", str(error), "failed"
 
 
 def _last_line(text):
