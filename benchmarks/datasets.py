@@ -42,6 +42,8 @@ def _members(source):
     """{base name: a function returning the bytes} of every file in `source`: a folder, a zip
     (a wheel) or a tar archive (an sdist); a plain file is itself."""
     source, found = os.fspath(source), {}
+    if not os.path.exists(source):
+        raise ValueError(f"--source {source}: no such file or folder.")
     if os.path.isdir(source):
         for root, _, names in os.walk(source):
             for name in names:
