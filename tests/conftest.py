@@ -153,18 +153,27 @@ def data(tmp_path_factory):
 # one module per worker at a time, a long module started last keeps one worker busy after the
 # other has finished; started first, the short modules fill in around them.
 _LONGEST_FIRST = (
-    "tests/runners/test_run_pretraining.py",
-    "tests/runners/test_run_sweep.py",
-    "tests/runners/test_run_ner.py",
     "tests/runners/test_run_squad.py",
-    "tests/serving/test_export_classifier.py",
     "tests/runners/test_multi_worker.py",
-    "tests/runners/test_remote_paths.py",
-    "tests/serving/test_export_squad.py",
-    "tests/modeling/test_formats.py",
-    "tests/runners/test_run_classifier.py",
-    "tests/runners/test_eval_every_steps.py",
+    "tests/runners/test_run_sweep.py",
     "tests/benchmarks/test_accelerator_check.py",
+    "tests/runners/test_run_ner.py",
+    "tests/runners/test_run_pretraining.py",
+    "tests/serving/test_export_classifier.py",
+    "tests/runners/test_run_classifier_own_data.py",
+    "tests/runners/test_run_distill.py",
+    "tests/serving/test_export_tflite.py",
+    "tests/serving/test_serve.py",
+    "tests/serving/test_export_squad.py",
+    "tests/runners/test_run_classifier.py",
+    "tests/serving/test_export_tfhub.py",
+    "tests/runners/test_extract_features.py",
+    "tests/training/test_length_buckets.py",
+    "tests/modeling/test_formats.py",
+    "tests/training/test_loop.py",
+    "tests/serving/test_export_long_inputs.py",
+    "tests/serving/test_export_ner.py",
+    "tests/training/test_mixed_precision.py",
 )
 
 

@@ -2,7 +2,6 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -16,6 +15,7 @@ from modeling.formats import conversion
 from modeling.heads import ClassifierHead, PretrainingHeads, SpanHead, TokenClassifierHead
 from modeling.layers import weights_from_checkpoint
 from tests.helpers.paths import REPO
+from tests.helpers.scripts import run_in_repo
 from tests.helpers.tiny_config import tiny_config
 from tests.oracles import run_oracle
 
@@ -263,7 +263,7 @@ def test_non_strict_load_keeps_task_heads(original_gelu):
 
 def _convert(*args):
     cmd = [sys.executable, os.path.join(REPO, "convert_checkpoint.py"), *map(str, args)]
-    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    return run_in_repo(cmd, timeout=300)
 
 
 @pytest.mark.slow

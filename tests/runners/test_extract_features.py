@@ -3,7 +3,6 @@ JSON writer."""
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -14,6 +13,7 @@ from data.tokenization.full_tokenizer import FullTokenizer
 from jobs.extraction_run import ExtractionRun, extract_features
 from modeling.config import BertConfig
 from tests.helpers.paths import REPO
+from tests.helpers.scripts import run_in_repo
 from tests.oracles import run_oracle
 from training import inference
 from training.strategy import create_strategy
@@ -90,7 +90,7 @@ def extracted(original_gelu, tmp_path_factory):
         # The original's TPU flag: accepted, and said to be ignored.
         "--use_tpu=False",
     ]
-    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    result = run_in_repo(cmd, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     with open(work / "original" / "features.json") as f:
         features = json.load(f)
@@ -143,7 +143,7 @@ def _extract_command(extracted, *extra):
         "--max_seq_length=16",
         *extra,
     ]
-    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    result = run_in_repo(cmd, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -475,7 +475,7 @@ def test_bad_flags_are_clear_errors(original_gelu, tmp_path, extra, message):
         "c",
         *extra,
     ]
-    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    result = run_in_repo(cmd, timeout=300)
     assert result.returncode != 0
     assert message in result.stderr
     assert not os.path.exists(tmp_path / "o")
@@ -779,7 +779,7 @@ def test_output_flags_that_cannot_work_are_refused_first(original_gelu, tmp_path
         "--init_checkpoint=c",
         *extra,
     ]
-    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    result = run_in_repo(cmd, timeout=300)
     assert result.returncode != 0
     assert message in result.stderr.strip().splitlines()[-1], result.stderr[-2000:]
     assert "tensorflow" not in result.stderr.lower()  # refused before TensorFlow loads
