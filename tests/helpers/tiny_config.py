@@ -6,15 +6,8 @@ process, can use it without importing this project's Keras 3 model code.
 
 import json
 
-TINY_CONFIG = dict(
-    vocab_size=99,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-    type_vocab_size=2,
-)
+# One home with the benchmarks' tiny fixtures (tests may import benchmarks, not the reverse).
+from benchmarks.datasets import TINY_CONFIG
 
 
 def tiny_config(**overrides):
