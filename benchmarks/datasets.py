@@ -453,10 +453,10 @@ TINY_CONFIG = dict(
     max_position_embeddings=64,
     type_vocab_size=2,
 )
-_NOUNS = ["movie", "film", "story", "plot", "cast", "script", "show", "ending", "music", "book"]
-_GOOD = ["wonderful", "great", "brilliant", "moving", "delightful", "superb", "charming"]
-_BAD = ["terrible", "dull", "awful", "boring", "tedious", "clumsy", "dreadful"]
-_FRAMES = [
+NOUNS = ["movie", "film", "story", "plot", "cast", "script", "show", "ending", "music", "book"]
+GOOD = ["wonderful", "great", "brilliant", "moving", "delightful", "superb", "charming"]
+BAD = ["terrible", "dull", "awful", "boring", "tedious", "clumsy", "dreadful"]
+FRAMES = [
     "the {n} was {a} .",
     "a {a} {n} , really .",
     "i thought the {n} was {a}",
@@ -471,8 +471,8 @@ def write_tiny_sst2(folder, num_train, num_dev, num_test, seed=0):
 
     def sentence():
         label = rng.randint(0, 1)
-        adjective = rng.choice(_GOOD if label else _BAD)
-        return rng.choice(_FRAMES).format(n=rng.choice(_NOUNS), a=adjective), label
+        adjective = rng.choice(GOOD if label else BAD)
+        return rng.choice(FRAMES).format(n=rng.choice(NOUNS), a=adjective), label
 
     os.makedirs(folder, exist_ok=True)
     for name, count in (("train", num_train), ("dev", num_dev)):

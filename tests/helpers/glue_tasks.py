@@ -2,16 +2,9 @@
 
 import random
 
-NOUNS = ["movie", "film", "story", "plot", "cast", "script", "show", "ending", "music", "book"]
-GOOD = ["wonderful", "great", "brilliant", "moving", "delightful", "superb", "charming"]
-BAD = ["terrible", "dull", "awful", "boring", "tedious", "clumsy", "dreadful"]
-FRAMES = [
-    "the {n} was {a} .",
-    "a {a} {n} , really .",
-    "i thought the {n} was {a}",
-    "what a {a} {n} !",
-    "honestly , the {n} is {a} and it shows .",
-]
+# The sentiment task's words: one home with the benchmarks' tiny SST-2.
+from benchmarks.datasets import BAD, FRAMES, GOOD, NOUNS
+
 PLACES = ["market", "station", "river", "school", "office", "garden", "museum", "harbor"]
 PEOPLE = ["the man", "a woman", "the teacher", "my friend", "the driver", "a child"]
 
