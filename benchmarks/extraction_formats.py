@@ -15,7 +15,7 @@ import time
 
 from benchmarks import harness
 from benchmarks.common import CONFIGS, bert_config, random_encoder_checkpoint
-from benchmarks.datasets import add_corpus_arguments, check_corpus_arguments, corpus_path
+from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
 from fileio.atomic import open_atomically
 
 _PEERS = {

@@ -60,7 +60,7 @@ def _write_records(args, records, text):
         windows = build_windows(sentences, tokenizer, labels, args.seq, 64, False)
         write_ner_tfrecord(windows, records)
         return [sum(w.input_mask) for w in windows]
-    from benchmarks.datasets import corpus_path
+    from benchmarks.corpus import corpus_path
     from data.glue.features import convert_examples_to_features
     from data.glue.processor_base import InputExample
     from data.glue.records import write_classifier_tfrecord

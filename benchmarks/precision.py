@@ -19,7 +19,9 @@ import sys
 import tempfile
 
 from benchmarks import harness
-from benchmarks.datasets import corpus_path, minilm, write_tiny_sst2
+from benchmarks.corpus import corpus_path
+from benchmarks.datasets import minilm
+from benchmarks.tiny_fixtures import write_tiny_sst2
 from fileio.atomic import atomic_directory
 
 _TESTDATA = os.path.join(harness.REPO, "tests", "testdata")

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 from benchmarks import harness, pretraining_data
-from benchmarks.datasets import add_corpus_arguments, check_corpus_arguments, corpus_path
+from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
 
 
 def _write_corpus(args, directory):

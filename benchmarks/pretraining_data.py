@@ -15,7 +15,7 @@ import tempfile
 import time
 
 from benchmarks import harness
-from benchmarks.datasets import add_corpus_arguments, check_corpus_arguments, corpus_path
+from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
 
 FLAGS = [
     "--max_seq_length=128",

@@ -11,7 +11,7 @@ import tempfile
 import time
 
 from benchmarks import harness
-from benchmarks.datasets import add_corpus_arguments, check_corpus_arguments, corpus_path
+from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
 from fileio.atomic import atomic_output
 
 

@@ -3,7 +3,7 @@
 import random
 
 # The sentiment task's words: one home with the benchmarks' tiny SST-2.
-from benchmarks.datasets import BAD, FRAMES, GOOD, NOUNS
+from benchmarks.tiny_fixtures import BAD, FRAMES, GOOD, NOUNS
 
 PLACES = ["market", "station", "river", "school", "office", "garden", "museum", "harbor"]
 PEOPLE = ["the man", "a woman", "the teacher", "my friend", "the driver", "a child"]

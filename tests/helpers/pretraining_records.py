@@ -1,10 +1,10 @@
 """Writes small, learnable pretraining TFRecords in create_pretraining_data's format."""
 
-from benchmarks.datasets import write_pretraining_records
+from benchmarks.tiny_fixtures import write_pretraining_records
 
 
 def write_records(path, num_examples=256, seq_length=32, max_predictions=5, seed=0):
-    """(The one writer: `benchmarks.datasets.write_pretraining_records`.) Examples whose A segment repeats one token (so a masked token is a copy of its
+    """(The one writer: `benchmarks.tiny_fixtures.write_pretraining_records`.) Examples whose A segment repeats one token (so a masked token is a copy of its
     neighbours) and whose B segment repeats it too (IsNext, label 0) or is random (label 1).
     Some examples mask fewer than `max_predictions` tokens, so masked_lm_weights vary."""
     write_pretraining_records(path, num_examples, seq_length, max_predictions, seed)

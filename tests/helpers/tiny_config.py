@@ -7,7 +7,7 @@ process, can use it without importing this project's Keras 3 model code.
 import json
 
 # One home with the benchmarks' tiny fixtures (tests may import benchmarks, not the reverse).
-from benchmarks.datasets import TINY_CONFIG
+from benchmarks.tiny_fixtures import TINY_CONFIG
 
 
 def tiny_config(**overrides):
