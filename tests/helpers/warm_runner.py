@@ -210,17 +210,16 @@ class WarmRunner:
 
     def run(self, cmd, cwd, env, timeout):
         cmd = [str(word) for word in cmd]
+        cold = lambda: subprocess.run(  # noqa: E731 - a fresh interpreter, as a user's
+            cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        )
         if not self.forks(cmd, env):
-            return subprocess.run(
-                cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-            )
+            return cold()
         with self._lock:
             if self._server is None or self._server.poll() is not None:
                 self._server = self._start()
             if self._server is None:
-                return subprocess.run(
-                    cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-                )
+                return cold()
             out = os.path.join(self._folder, "stdout")
             err = os.path.join(self._folder, "stderr")
             request = {
