@@ -41,6 +41,8 @@ class BatchPlan:
         accumulation_steps: micro-batches per update.
         group_by_length: training batches of similar lengths (`--group_by_length`).
         seed: the seed of the length groups' order.
+        per_token_features: the task's per-token features cut with the inputs (NER's
+            `label_ids`).
     """
 
     cut_to_length: bool
@@ -50,6 +52,7 @@ class BatchPlan:
     accumulation_steps: int = 1
     group_by_length: bool = False
     seed: int = 0
+    per_token_features: tuple = ()
 
     @property
     def micro_batch_width(self):
@@ -85,11 +88,16 @@ class BatchPlan:
             group_batches=GROUP_WINDOW_BATCHES if self.group_by_length else 0,
             group_seed=self.seed,
             token_slots=self.token_slots,
+            per_token_features=self.per_token_features,
         )
 
     def evaluation(self):
         """`Batching` of a metrics pass over whole batches."""
-        return Batching(cut_to_length=self.cut_to_length, fine_buckets=not self.compiled)
+        return Batching(
+            cut_to_length=self.cut_to_length,
+            fine_buckets=not self.compiled,
+            per_token_features=self.per_token_features,
+        )
 
     def prediction(self):
         """`Batching` of a prediction pass: similar lengths batched together where cut (the
@@ -99,6 +107,7 @@ class BatchPlan:
             cut_to_length=self.cut_to_length,
             fine_buckets=not self.compiled,
             sort_batches=SORT_WINDOW_BATCHES if self.cut_to_length else 0,
+            per_token_features=self.per_token_features,
         )
 
 
@@ -107,7 +116,8 @@ def plan_batches(strategy, task, config):
 
     Args:
         strategy: a `tf.distribute.Strategy` (a TPU keeps the full length and whole batches).
-        task: a `training.tasks.Task` (its `cuts_to_length` and `real_tokens_only`).
+        task: a `training.tasks.Task` (its `cuts_to_length`, `real_tokens_only` and
+            `per_token_features`).
         config: a `TrainConfig`.
 
     Raises:
@@ -122,6 +132,7 @@ def plan_batches(strategy, task, config):
         accumulation_steps=config.num_accumulation_steps,
         group_by_length=config.group_by_length,
         seed=config.data_seed,
+        per_token_features=task.per_token_features,
     )
 
 

@@ -133,7 +133,11 @@ class Trainer:
             # In order of length on cut batches, each naming its real tokens (`micro_batches`).
             plan = self.plan
             part = micro_batches(
-                features, k, plan.micro_batch_width, token_slots=plan.micro_batch_token_slots
+                features,
+                k,
+                plan.micro_batch_width,
+                token_slots=plan.micro_batch_token_slots,
+                per_token_features=plan.per_token_features,
             )
             loss, grads = loss_and_grads(part(0), denominators)
             for i in tf.range(1, k):

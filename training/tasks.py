@@ -29,6 +29,8 @@ class Task:
             read no padding position (`training.batch_plan`).
         real_tokens_only: training may run the encoder's token-wise parts on the real tokens
             only (`modeling.transformer.RealTokens`); only where `cuts_to_length`.
+        per_token_features: features besides the inputs with one value per token, cut with
+            them (`data.records.batching.Batching.per_token_features`).
         freezes_pooler: the head reads the sequence output only, so the pooler gets no
             gradient; the original's optimizer then leaves it as loaded (no update, no weight
             decay), and so does this one.
@@ -41,6 +43,7 @@ class Task:
     loss_epsilons = (0.0,)
     cuts_to_length = False
     real_tokens_only = False
+    per_token_features = ()
     freezes_pooler = False
     metric_names = ()
 
@@ -339,6 +342,7 @@ class NerTask(Task):
     # Only labelled positions (first pieces of real words) count: padding changes nothing.
     cuts_to_length = True
     real_tokens_only = True
+    per_token_features = ("label_ids",)
     freezes_pooler = True
 
     def __init__(self, config, num_labels, dropout_rate=0.1):

@@ -41,8 +41,10 @@ import tensorflow as tf
 _MAX_BUCKETS = 8
 # The step between fine buckets (see `Batching.fine_buckets`).
 FINE_BUCKET_WIDTH = 8
-# Feature names the cut applies to when they have the sequence length.
-_TOKEN_FEATURES = ("input_ids", "input_mask", "segment_ids", "label_ids")
+# Feature names the cut always applies to; a task names its own per-token features besides
+# (`Batching.per_token_features`), since a shape alone cannot tell a per-token `label_ids` from
+# a multi-hot one whose number of labels happens to equal the sequence length.
+_TOKEN_FEATURES = ("input_ids", "input_mask", "segment_ids")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +71,8 @@ class Batching:
         group_seed: seed of the batch order within each window.
         token_slots: add `token_positions` with a multiple of this many slots per example
             (0: none); needs `cut_to_length`.
+        per_token_features: the task's features with one value per token besides the
+            inputs (NER's `label_ids`), cut with them.
     """
 
     num_pipelines: int = 1
@@ -82,6 +86,7 @@ class Batching:
     group_batches: int = 0
     group_seed: int = 0
     token_slots: int = 0
+    per_token_features: tuple = ()
 
     @property
     def splits(self):
@@ -118,23 +123,25 @@ def _lengths(batch):
     return tf.reduce_sum(tf.cast(batch["input_mask"] > 0, tf.int32), axis=-1)
 
 
-def _trim(batch, fine=False):
+def _trim(batch, fine=False, per_token_features=()):
     """Cuts the token features of a global batch to its bucket length."""
     full = batch["input_ids"].shape[1]
     width = FINE_BUCKET_WIDTH if fine else bucket_width(full)
-    return _cut_to(batch, width, full)
+    return _cut_to(batch, width, full, per_token_features)
 
 
-def _cut_to(batch, width, limit):
-    """Cuts the token features of `batch` to its longest real sequence rounded up to a
-    multiple of `width`, at most `limit` (a tensor where the length is not static)."""
+def _cut_to(batch, width, limit, per_token_features=()):
+    """Cuts the token features of `batch` (the inputs and `per_token_features`) to its
+    longest real sequence rounded up to a multiple of `width`, at most `limit` (a tensor where
+    the length is not static)."""
     full = batch["input_ids"].shape[1]
     longest = tf.reduce_max(_lengths(batch))
     # An all-padding batch keeps one bucket rather than no position.
     cut = tf.minimum(tf.maximum(-(-longest // width), 1) * width, limit)
+    names = set(_TOKEN_FEATURES) | set(per_token_features)
     return {
         name: value[:, :cut]
-        if name in _TOKEN_FEATURES and value.shape.rank == 2 and value.shape[1] == full
+        if name in names and value.shape.rank == 2 and value.shape[1] == full
         else value
         for name, value in batch.items()
     }
@@ -162,7 +169,7 @@ def _with_token_positions(batch, batching):
     return {**batch, "token_positions": positions[0] if batching.splits == 1 else positions}
 
 
-def micro_batches(batch, parts, width=None, token_slots=0):
+def micro_batches(batch, parts, width=None, token_slots=0, per_token_features=()):
     """One replica's batch as `parts` micro-batches of one update.
 
     With a `width`, the micro-batches take the examples in order of length and each is cut to
@@ -177,6 +184,8 @@ def micro_batches(batch, parts, width=None, token_slots=0):
         width: the step between micro-batch lengths, or None.
         token_slots: with `width`, add each micro-batch's `token_positions` (see the module
             docstring) with a multiple of this many slots per example (0: none).
+        per_token_features: with `width`, the task's per-token features cut with the inputs
+            (`Batching.per_token_features`).
 
     Returns:
         `part(i)` -> the feature dict of micro-batch `i` (a scalar tensor index),
@@ -190,7 +199,9 @@ def micro_batches(batch, parts, width=None, token_slots=0):
     limit = tf.shape(batch["input_ids"])[1]
 
     def part(i):
-        micro = _cut_to({name: value[i] for name, value in split.items()}, width, limit)
+        micro = _cut_to(
+            {name: value[i] for name, value in split.items()}, width, limit, per_token_features
+        )
         if token_slots:
             micro["token_positions"] = _token_positions(micro["input_mask"], 1, token_slots)[0]
         return micro
@@ -299,7 +310,9 @@ def batch_examples(batches, batch_size, drop_remainder, batching, skip_batches=0
             "Several replicas need whole batches: use drop_remainder or pad_to_whole_batches."
         )
     if batching.cut_to_length:
-        ds = plain_map(ds, lambda batch: _trim(batch, batching.fine_buckets))
+        ds = plain_map(
+            ds, lambda batch: _trim(batch, batching.fine_buckets, batching.per_token_features)
+        )
         if batching.token_slots:
             ds = plain_map(ds, lambda batch: _with_token_positions(batch, batching))
     if batching.splits == 1:

@@ -224,7 +224,7 @@ def test_micro_batches_in_order_of_length(files):
     positions of its real tokens."""
     _, reader = _setup("ner", files)
     batch = next(iter(reader("train", 16, True, 0, Batching(cut_to_length=True))))
-    part = micro_batches(batch, 4, width=8, token_slots=1)
+    part = micro_batches(batch, 4, width=8, token_slots=1, per_token_features=("label_ids",))
     parts = [{k: v.numpy() for k, v in part(tf.constant(i)).items()} for i in range(4)]
     for p in parts:
         # Each micro-batch names its own real tokens: flat positions in order, then the slot
@@ -253,3 +253,32 @@ def test_micro_batches_in_order_of_length(files):
             assert not rows[match, width:].any()
             found.append(match)
     assert sorted(found) == list(range(len(rows)))
+
+
+def test_only_the_tasks_per_token_features_are_cut(tmp_path):
+    """A multi-hot `label_ids` as wide as the sequence (SEQ labels) keeps every label when the
+    batch is cut; NER's per-token `label_ids`, named by its task, is cut with the inputs."""
+    rows, _ = _examples(16, 2)
+    rng = np.random.default_rng(3)
+    for row in rows:
+        row.label_id = [int(x) for x in rng.integers(0, 2, SEQ)]
+    path = str(tmp_path / "multi_label.tf_record")
+    write_classifier_tfrecord(rows, path, is_regression=False)
+    config = tiny_config()
+    multi_label = ClassifierTask(config, SEQ, multi_label=True)
+    ner = NerTask(config, 4)
+    for task in (ner, multi_label):
+        batching = Batching(cut_to_length=True, per_token_features=task.per_token_features)
+        if task is ner:
+            write_ner_tfrecord(rows, str(tmp_path / "ner.tf_record"))
+            batches = ner_dataset(str(tmp_path / "ner.tf_record"), SEQ, 4, False, 4, 0, batching)
+        else:
+            batches = classifier_dataset(path, SEQ, False, 4, False, 4, 0, batching, SEQ)
+        batches = list(batches)
+        assert min(b["input_ids"].shape[1] for b in batches) < SEQ
+        for b in batches:
+            expected = b["input_ids"].shape[1] if task is ner else SEQ
+            assert b["label_ids"].shape == (4, expected)
+    # The multi-hot labels read back whole, in order.
+    labels = np.concatenate([b["label_ids"] for b in batches])
+    np.testing.assert_array_equal(labels, [r.label_id for r in rows])
