@@ -1,6 +1,6 @@
 """run_distill.py end to end on tiny teachers: a classifier student of the teacher's own layers
 (its starting weights, its stored teacher outputs, its run folder) exported by export_model.py
-(float32 and int8), a resume mid-run bit-equal to the run that was not stopped, NER with
+(float32 and int8) and converted by convert_checkpoint.py, a resume mid-run bit-equal to the run that was not stopped, NER with
 unlabelled transfer text, SQuAD, and the refusals before TensorFlow loads."""
 
 import json
@@ -135,6 +135,17 @@ def test_classifier_student_is_a_run_of_run_classifier(
             *extra,
         )
         assert (export / ("model.tflite" if extra else "saved_model.pb")).is_file()
+    # convert_checkpoint.py reads its config (2 layers), labels and casing from the run.
+    hf = root / "student_hf"
+    _script(
+        "convert_checkpoint.py",
+        f"--input_checkpoint={out}",
+        "--output_format=hf",
+        f"--output_dir={hf}",
+    )
+    config = json.loads((hf / "config.json").read_text())
+    assert config["num_hidden_layers"] == 2
+    assert config["id2label"] == {"0": "0", "1": "1"}
 
 
 @pytest.mark.slow
