@@ -79,7 +79,9 @@ def define_distill_flags():
         "lines",
         ["lines", "task"],
         "--transfer_file: one example per line (a tab between a pair's texts; a sentence's "
-        "words split at spaces for NER), or the task's own format (NER: CoNLL, tags ignored).",
+        "words split at spaces for NER), or the task's own format (a classifier's: its test "
+        "file's layout, e.g. SST-2's `index<TAB>sentence` or your own files' columns, a label "
+        "column optional and ignored; NER: CoNLL, tags ignored).",
     )
 
 
@@ -162,11 +164,6 @@ def prepare_student(flag_values, runner):
         raise UserError(
             "--transfer_file is for run_classifier.py and run_ner.py teachers: SQuAD students "
             "learn from the training file's questions."
-        )
-    if fv.transfer_format == "task" and runner == "run_classifier.py":
-        raise UserError(
-            "--transfer_format=task is for run_ner.py teachers: a classifier's --transfer_file "
-            "holds one example per line (--transfer_format=lines)."
         )
     for path in fv.transfer_file:
         if not reading.is_file(path):

@@ -203,7 +203,7 @@ def _run(
     num_gold = len(train_examples)
     if distillation and run.do_train:
         transfer = distillation.transfer_examples(
-            labels, bool(multi_labels), processor.is_regression
+            labels, bool(multi_labels), processor.is_regression, processor
         )
         train_examples = train_examples + transfer
     how = own_results.parse_decision_threshold(run.decision_threshold)

@@ -47,7 +47,8 @@ class Distillation:
         student_layers: the teacher layers the student is made of, or None (the student's
             weights come from its --init_checkpoint, or are new).
         transfer_files: unlabelled text files added to the training data.
-        transfer_format: "lines" (one example per line) or "task" (the task's file format).
+        transfer_format: "lines" (one example per line) or "task" (the task's file format: a
+            classifier's test-file layout, NER's CoNLL).
         distill_flags: names of run_distill's own flags, left out of the student's flags.txt.
     """
 
@@ -98,13 +99,33 @@ class Distillation:
                 texts.extend(line.rstrip("\r\n") for line in f if line.strip())
         return texts
 
-    def transfer_examples(self, labels, multi_label, is_regression):
-        """run_classifier's transfer examples: one per line, a tab between a pair's texts; their
-        label is a stand-in (no gold label: their `gold` is 0)."""
+    def transfer_examples(self, labels, multi_label, is_regression, processor):
+        """run_classifier's transfer examples: one per line, a tab between a pair's texts, or
+        ("task") each file read as the task's test file by `processor`; their label is a
+        stand-in (no gold label: their `gold` is 0).
+
+        Raises:
+            ValueError: "task" for a processor that reads no unlabelled file.
+        """
         from data.glue.processor_base import InputExample
 
         label = 0.0 if is_regression else ([] if multi_label else labels[0])
         examples = []
+        if self.transfer_format == "task":
+            for path in self.transfer_files:
+                try:
+                    read = processor.get_unlabelled_examples(path)
+                except NotImplementedError:
+                    raise ValueError(
+                        f"--transfer_format=task: the teacher's task ({processor.name}) reads "
+                        "no unlabelled file of its own; pass --transfer_format=lines (one "
+                        "example per line, a tab between a pair's texts)."
+                    ) from None
+                examples.extend(
+                    InputExample(f"transfer-{len(examples) + i}", e.text_a, e.text_b, label)
+                    for i, e in enumerate(read)
+                )
+            return examples
         for index, line in enumerate(self.transfer_texts()):
             text_a, _, text_b = line.partition("\t")
             examples.append(InputExample(f"transfer-{index}", text_a, text_b or None, label))

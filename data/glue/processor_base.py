@@ -82,6 +82,15 @@ class DataProcessor:
         """Returns the (first) test set of `data_dir`, with placeholder labels."""
         raise NotImplementedError()
 
+    def get_unlabelled_examples(self, path):
+        """Returns the examples of the file `path`, laid out as this task's test file (texts
+        only), with placeholder labels: unlabelled text in the task's own format.
+
+        Raises:
+            NotImplementedError: the task reads no such file.
+        """
+        raise NotImplementedError()
+
     def data_files(self, data_dir, split):
         """The files of `data_dir` that reading `split` ("train", "dev", "test": every set of
         `get_dev_sets` / `get_test_sets` for the last two) opens, so that a runner can name a
@@ -203,6 +212,11 @@ class _TsvProcessor(DataProcessor):
 
     def get_test_examples(self, data_dir):
         return self._create_examples(data_dir, "test")
+
+    def get_unlabelled_examples(self, path):
+        return self._create_examples(
+            os.path.dirname(path), "test", os.path.basename(path), "unlabelled"
+        )
 
     # Further files of a split, read by `get_dev_sets` / `get_test_sets` (MNLI's mismatched).
     extra_files = {}

@@ -175,6 +175,11 @@ class FileProcessor(DataProcessor):
     def get_test_sets(self, data_dir=None):
         return {"test": self.get_test_examples(data_dir)}
 
+    def get_unlabelled_examples(self, path):
+        """The examples of `path`, read as a test file: the same format and text columns, a
+        label column optional and ignored."""
+        return self._read_file(path, "test", "unlabelled")
+
     # -- reading ----------------------------------------------------------------------------
 
     def _earlier_labels(self):
@@ -220,7 +225,9 @@ class FileProcessor(DataProcessor):
         return any(not is_position(c) for c in named)
 
     def _read(self, split):
-        path = self.split_file(split)
+        return self._read_file(self.split_file(split), split, split)
+
+    def _read_file(self, path, split, guid_prefix):
         table = read_table(path, self.files.file_format, self.files.encoding, self._header_flag())
         if not table.rows:
             self._check_not_empty([], path)
@@ -243,7 +250,7 @@ class FileProcessor(DataProcessor):
             if not text_a.strip():
                 empty.append(line)
             label = self._label(columns, cells, line, split)
-            examples.append(InputExample(f"{split}-{index}", text_a, text_b or None, label))
+            examples.append(InputExample(f"{guid_prefix}-{index}", text_a, text_b or None, label))
         if empty:
             logging.warning(
                 "%s: %d rows have an empty text (first on line %d); they are kept, read as an "

@@ -149,6 +149,26 @@ def test_classifier_student_is_a_run_of_run_classifier(
 
 
 @pytest.mark.slow
+def test_classifier_transfer_text_in_the_tasks_format(root, classifier_teacher):
+    """--transfer_format=task: SST-2's test layout (`index<TAB>sentence`, a header) read as the
+    task reads its test file; each of its rows is an example without a gold label."""
+    out = root / "sst2_student_transfer"
+    _script(
+        "run_distill.py",
+        f"--teacher_dir={classifier_teacher}",
+        "--student_layers=0",
+        f"--output_dir={out}",
+        "--num_train_epochs=1",
+        f"--transfer_file={root / 'sst2' / 'test.tsv'}",
+        "--transfer_format=task",
+    )
+    from data.records.teacher_outputs import read_teacher_records
+
+    logits, gold = read_teacher_records(str(out / "teacher_outputs.tf_record"), (2,))
+    assert gold.tolist() == [1] * 64 + [0] * 8 and logits.shape == (72, 2)
+
+
+@pytest.mark.slow
 def test_resume_mid_run_is_bit_equal(root, classifier_teacher, classifier_student):
     """The student's folder as a run stopped after step 8 left it, resumed: the same weights."""
     resumed = root / "sst2_resumed"

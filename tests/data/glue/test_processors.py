@@ -26,6 +26,7 @@ from tensorflow_datasets.text import glue as tfds_glue
 
 from data.glue.processor_base import DataProcessor, InputExample
 from data.glue.processors import PROCESSORS, get_processor
+from tests.helpers.glue_tasks import write_sst2
 from tests.helpers.paths import TESTDATA
 
 GLUE = os.path.join(TESTDATA, "glue")
@@ -313,3 +314,17 @@ def test_processors_written_for_the_original_keep_working():
     assert _tuples(ported) == _tuples(get_processor("mrpc").get_train_examples(data_dir))
     # Quotes stay in the text: no quote character, as the original reads TSV files.
     assert any('"' in e.text_a or '"' in (e.text_b or "") for e in ported)
+
+
+def test_unlabelled_file_in_the_test_layout(tmp_path):
+    """get_unlabelled_examples reads any file laid out as the task's test file: the same texts
+    as get_test_examples over that file as test.tsv."""
+    write_sst2(tmp_path / "sst2", num_train=4, num_dev=2, num_test=6)
+    shutil.copy(tmp_path / "sst2" / "test.tsv", tmp_path / "unlabelled.tsv")
+    processor = get_processor("SST-2")
+    read = processor.get_unlabelled_examples(str(tmp_path / "unlabelled.tsv"))
+    test = processor.get_test_examples(str(tmp_path / "sst2"))
+    assert [e.text_a for e in read] == [e.text_a for e in test] and len(read) == 6
+    assert [e.label for e in read] == [e.label for e in test]
+    with pytest.raises(NotImplementedError):
+        get_processor("XNLI").get_unlabelled_examples(str(tmp_path / "unlabelled.tsv"))

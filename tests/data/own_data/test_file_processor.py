@@ -183,3 +183,18 @@ def test_files_on_a_tensorflow_file_system():
         f.write('text,label\r\n"a, b",x\r\nc,y\r\n')
     _, examples = _examples(train_file=path)
     assert [(e.text_a, e.label) for e in examples] == [("a, b", "x"), ("c", "y")]
+
+
+def test_unlabelled_file_read_as_a_test_file(tmp_path):
+    """A file in the task's own format without labels (distillation's transfer text): the
+    training file's columns, any label cell ignored, placeholder labels."""
+    _write_csv(tmp_path / "train.csv", ROWS)
+    processor, _ = _examples(train_file=str(tmp_path / "train.csv"))
+    bare = _write_csv(tmp_path / "more.csv", [(t,) for t, _ in ROWS], header=("text",))
+    labelled = _write_csv(tmp_path / "more_labelled.csv", ROWS[::-1])
+    read = processor.get_unlabelled_examples(str(bare))
+    assert [e.text_a for e in read] == [t for t, _ in ROWS]
+    assert {e.label for e in read} == {processor.get_labels()[0]}
+    assert [e.guid for e in read] == [f"unlabelled-{i}" for i in range(len(ROWS))]
+    again = processor.get_unlabelled_examples(str(labelled))
+    assert [e.text_a for e in again] == [t for t, _ in ROWS[::-1]]
