@@ -1,4 +1,4 @@
-"""Answers from a TFLite export (serving.lite_export): the project's tokenizer and answer code
+"""Answers from a TFLite export (serving.exports.tflite): the project's tokenizer and answer code
 around the TFLite interpreter.
 
 The interpreter is LiteRT's (`ai_edge_litert`) where it is installed, else TensorFlow's own

@@ -282,7 +282,7 @@ pair = tokenizers.Tokenizer.from_file(INPUTS["tokenizer"]["True"]).encode("a dog
 out["pair"] = [pair.tokens, pair.type_ids]
 OUTPUTS = out
 """
-    from serving.tokenizer_json import write_tokenizer_json
+    from serving.exports.tokenizer_json import write_tokenizer_json
 
     paths = {}
     for lower in (True, False):

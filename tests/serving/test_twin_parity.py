@@ -13,8 +13,12 @@ from data.glue.long_inputs import WINDOW_AGGREGATIONS, aggregate_windows, head_a
 from data.tokenization.packing import truncated_lengths
 from data.tokenization.preprocessor import truncated_lengths_graph
 from data.windows import max_context_windows, sliding_windows
-from serving.long_inputs import aggregate_windows_graph, head_and_tail_graph, pair_room_graph
-from serving.windows import max_context_windows_graph, sliding_windows_graph
+from serving.exports.long_inputs import (
+    aggregate_windows_graph,
+    head_and_tail_graph,
+    pair_room_graph,
+)
+from serving.exports.windows import max_context_windows_graph, sliding_windows_graph
 
 NUM_CASES = 300
 

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from data.ner.records import ner_feature_spec
 from data.tokenization.fast_tokenizer import FastFullTokenizer
-from serving.windows import max_context_windows_graph, sliding_windows_graph
+from serving.exports.windows import max_context_windows_graph, sliding_windows_graph
 
 _INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 

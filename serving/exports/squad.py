@@ -25,7 +25,7 @@ import tensorflow_text as text
 
 from data.squad.records import squad_feature_spec
 from data.tokenization.fast_tokenizer import FastFullTokenizer
-from serving.windows import first_max, max_context_windows_graph, sliding_windows_graph
+from serving.exports.windows import first_max, max_context_windows_graph, sliding_windows_graph
 
 # The original's whitespace for splitting the context (run_squad's is_whitespace).
 _WHITESPACE = "[ \t\r\n\u202f]+"

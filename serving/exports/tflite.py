@@ -31,9 +31,9 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
+from serving.exports.tokenizer_json import write_tokenizer_json
 from serving.lite_files import SERVING_CONFIG, TFLITE_MODEL
 from serving.native_logs import held_back_notices
-from serving.tokenizer_json import write_tokenizer_json
 
 _ID_NAMES = ("input_ids", "input_mask", "segment_ids")
 QUANTIZATIONS = ("none", "int8")

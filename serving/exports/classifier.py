@@ -4,7 +4,7 @@
 cuts a long input as the run was trained to (`long_inputs`, as run_classifier's --long_inputs:
 `truncate` as the original's `convert_single_example`, `head_tail` keeping the same number of
 pieces from each cut text's head and tail, or `windows`: every window of every text run at
-once and each text's answer aggregated from its windows', `serving.long_inputs`), runs the
+once and each text's answer aggregated from its windows', `serving.exports.long_inputs`), runs the
 fine-tuned model on the batch cut to its longest sequence and returns what run_classifier
 writes to test_results.tsv plus the label string:
 
@@ -28,8 +28,8 @@ import tensorflow as tf
 from data.glue.long_inputs import LONG_INPUTS, WINDOW_AGGREGATIONS
 from data.glue.records import classifier_feature_spec
 from data.tokenization.preprocessor import BertPreprocessor
-from serving.long_inputs import aggregate_windows_graph, head_tail_inputs, window_inputs
-from serving.windows import first_max
+from serving.exports.long_inputs import aggregate_windows_graph, head_tail_inputs, window_inputs
+from serving.exports.windows import first_max
 
 _INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 
