@@ -147,7 +147,7 @@ def write_tflite_export(
 
 
 def lite_settings(run, root):
-    """What serving.json records for the answers (see serving.lite_tasks).
+    """What serving.json records for the answers (see serving.lite_io).
 
     Args:
         run: export_model.py's settings (`jobs.export_run.ExportRun`).
