@@ -1,10 +1,13 @@
-"""What every predictor of an export promises, and the one check of the instances it takes.
+"""The serving contract: what every predictor of an export promises, the one check of the
+instances it takes, and what the exports and the predictors must read alike.
 
 A predictor (`serving.saved_model_predictor.SavedModelPredictor`,
 `serving.lite_predictor.LitePredictor`; `serving.predictor.load_predictor` picks one) meets
 `Predictor`: its `task`, its `precision`, the keys of its instances and `predict`. serve.py's
 HTTP server (`serving.http_server`), the benchmarks and the tests read nothing else of it.
 
+`MODEL_INPUTS` names the network's inputs, which an export takes and a predictor feeds;
+`NER_WORD_SEPARATORS` splits an NER instance into words in both kinds of export.
 `INSTANCE_KEYS` is the one table of the keys each task's instances take, and
 `check_instances` the one check of them: the server runs it on each request (so a bad request
 gets its own 400 before it shares a batch) and each predictor on each `predict` call.
@@ -15,6 +18,14 @@ TensorFlow.
 
 import dataclasses
 from typing import Protocol
+
+# The network's inputs in every export, int `[batch, length]` each: the TFLite signature's,
+# serving.json's "inputs", the record features `serve_examples` reads.
+MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
+
+# How an NER instance's "text" becomes words, in both kinds of export: split on spaces, tabs
+# and line breaks (as run_ner's CoNLL reader splits its columns), empty words dropped.
+NER_WORD_SEPARATORS = "[ \t\r\n]+"
 
 
 @dataclasses.dataclass(frozen=True)

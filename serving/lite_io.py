@@ -26,7 +26,7 @@ from data.squad.answer_choice import answer_characters, no_answer, word_starts
 from data.squad.examples import SquadExample, split_context
 from data.squad.features import convert_examples_to_features
 from data.squad.postprocess import RawResult, best_answer
-from serving.contract import instance_keys
+from serving.contract import NER_WORD_SEPARATORS, instance_keys
 
 
 def _trimmed(input_ids, input_mask, segment_ids):
@@ -169,8 +169,7 @@ class LiteNerIO:
     def windows(self, instances):
         """`NerWindows` of checked instances."""
         sentences = [
-            # The NER SavedModel's words: split on spaces, tabs and line breaks only.
-            Sentence([Word(w, None, 0) for w in re.split("[ \t\r\n]+", x["text"]) if w], 0)
+            Sentence([Word(w, None, 0) for w in re.split(NER_WORD_SEPARATORS, x["text"]) if w], 0)
             for x in instances
         ]
         windows = build_windows(

@@ -18,12 +18,11 @@ import numpy as np
 
 from data.tokenization.full_tokenizer import FullTokenizer
 from fileio.errors import UserError, first_line
-from serving.contract import check_instances
+from serving.contract import MODEL_INPUTS, check_instances
 from serving.lite_files import SERVING_CONFIG, TFLITE_MODEL
 from serving.lite_io import LITE_IO
 from serving.native_logs import held_back_notices
 
-_ID_NAMES = ("input_ids", "input_mask", "segment_ids")
 # Outputs with one row per position (cut to each window's length); the others have one per
 # window. NER's `logits` are per position too ([B, T, L]).
 _PER_POSITION = ("start_logits", "end_logits", "sequence_output")
@@ -143,7 +142,7 @@ class LitePredictor:
         if self.pad_to_max_seq_length:
             longest = max(longest, self.config["max_seq_length"])
         feeds = {}
-        for name in _ID_NAMES:
+        for name in MODEL_INPUTS:
             array = np.zeros([len(windows), longest], np.int32)
             for row, window in zip(array, windows, strict=True):
                 row[: len(window[name])] = window[name]

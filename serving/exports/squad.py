@@ -25,6 +25,7 @@ import tensorflow_text as text
 
 from data.squad.records import squad_feature_spec
 from data.tokenization.fast_tokenizer import FastFullTokenizer
+from serving.contract import MODEL_INPUTS
 from serving.exports.squad_answer_choice import (
     best_span_graph,
     no_answer_graph,
@@ -277,7 +278,7 @@ class SquadExport(tf.Module):
             return self._answer(question, context)
 
         spec = squad_feature_spec(self.max_seq_length, is_training=False)
-        spec = {k: spec[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        spec = {k: spec[k] for k in MODEL_INPUTS}
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
         def serve_examples(examples):
