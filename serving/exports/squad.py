@@ -7,7 +7,9 @@ tokenized (`FastFullTokenizer`, ids identical to `FullTokenizer`), the question 
 every window, then the original's answer selection: the `n_best_size` best start and end
 logits of each window paired into valid spans (context tokens only, start in its max-context
 window, at most `max_answer_length` pieces), the best sum of logits wins, and its text is
-recovered from the context's own characters (`get_final_text`). Outputs:
+recovered from the context's own characters (`get_final_text`). The choice is
+`serving.exports.squad_answer_choice`, the graph twins of the runners' own rules
+(`data.squad.answer_choice`). Outputs:
 
 * `answer` string `[B]` (SQuAD 2.0: "" for no answer), `start_char` / `end_char` int32 `[B]`
   (the answer's first character and one past its last in `context`; -1 without answer),
