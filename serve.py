@@ -23,6 +23,7 @@ from command_line.flag_rules import check_flags
 from command_line.flags import quiet_tensorflow_logs
 from command_line.tensorflow_logs import quiet_tensorflow_python_logs
 from fileio.errors import UserError, run_command
+from serving.http_server import ServerSettings
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()
@@ -34,20 +35,24 @@ flags.DEFINE_string(
     "The export to serve: the --export_dir of export_model.py (a text-in SavedModel of "
     "--task=classifier, ner or squad, or a TFLite export).",
 )
+# The defaults are ServerSettings' own: one home per setting.
 flags.DEFINE_string(
     "host",
-    "127.0.0.1",
+    ServerSettings.host,
     "Address to listen on; 127.0.0.1 answers this machine only, 0.0.0.0 every network.",
 )
-flags.DEFINE_integer("port", 8080, "TCP port to listen on (0: any free port).")
+flags.DEFINE_integer("port", ServerSettings.port, "TCP port to listen on (0: any free port).")
 flags.DEFINE_integer(
     "max_batch_size",
-    32,
-    "Instances of concurrent requests run in one model call, at most this many.",
+    ServerSettings.max_batch_size,
+    "Instances of concurrent requests run in one model call, at most this many; a larger "
+    "request runs in calls of this many. It counts instances, not windows: an instance cut "
+    "into windows (a long SQuAD context, a text past --max_seq_length) runs all of them in its "
+    "call.",
 )
 flags.DEFINE_float(
     "batch_timeout_ms",
-    0.0,
+    ServerSettings.batch_timeout_ms,
     "How long a request waits for others to share its model call (milliseconds; 0: only "
     "those already waiting).",
 )
@@ -74,7 +79,6 @@ def main(_):
             "export: pass the --export_dir that export_model.py wrote."
         )
     from jobs.serve_run import serve
-    from serving.http_server import ServerSettings
 
     settings = ServerSettings(
         host=FLAGS.host,

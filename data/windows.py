@@ -3,7 +3,7 @@ for each piece, the window that sees it best (the original run_squad's "max cont
 
 SQuAD (`data.squad.features`) and NER (`data.ner.features`) cut long inputs the same way, so a
 piece's prediction always comes from the window where it has the most context on both sides.
-The exports cut the same windows in the graph with the twins in `serving.windows`
+The exports cut the same windows in the graph with the twins in `serving.exports.windows`
 (`sliding_windows_graph`, `max_context_windows_graph`).
 """
 
@@ -13,7 +13,7 @@ def sliding_windows(num_tokens, max_tokens, stride):
 
     The first window starts at 0; each next one starts `min(length, stride)` pieces later; the
     last one ends at the last piece. At most `max_tokens` pieces per window. Graph twin:
-    `serving.windows.sliding_windows_graph`.
+    `serving.exports.windows.sliding_windows_graph`.
 
     Args:
         num_tokens: length of the sequence.
@@ -39,7 +39,7 @@ def max_context_windows(windows, num_tokens):
 
     A piece can sit in several windows; the score is the smaller of its left and right
     context, plus 0.01 per window length to prefer longer windows. The first best wins. Graph
-    twin: `serving.windows.max_context_windows_graph`.
+    twin: `serving.exports.windows.max_context_windows_graph`.
 
     Args:
         windows: (start, length) tuples, as `sliding_windows` returns them.

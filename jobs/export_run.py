@@ -15,12 +15,12 @@ from jobs.export_classifier import class_count_advice
 from modeling import tf1_checkpoint
 from modeling.formats.conversion import SAVED_MODEL_CONFIG
 from modeling.layers import weights_from_checkpoint
-from serving.classifier import ClassifierExport
-from serving.lite_export import lite_settings, write_tflite_export
-from serving.ner import NerExport
-from serving.pretraining import PretrainingExport
-from serving.squad import SquadExport
-from serving.tfhub import build_encoder, build_preprocessor
+from serving.exports.classifier import ClassifierExport
+from serving.exports.ner import NerExport
+from serving.exports.pretraining import PretrainingExport
+from serving.exports.squad import SquadExport
+from serving.exports.tfhub import build_encoder, build_preprocessor
+from serving.exports.tflite import lite_settings, write_tflite_export
 from training.precision import compute_policy
 from training.settings import TASK_DEFAULTS
 from training.tasks import ClassifierTask, NerTask, PretrainingTask, SquadTask
@@ -63,7 +63,7 @@ class ExportRun:
     long_inputs: str = "truncate"
     head_tokens: int | None = None
     window_aggregation: str = "mean"
-    # "saved_model" (text in) or "tflite" (ids in; serving.lite_export); int8 implies tflite.
+    # "saved_model" (text in) or "tflite" (ids in; serving.exports.tflite); int8 implies tflite.
     format: str = "saved_model"
     quantize: str = "none"
 
@@ -134,7 +134,7 @@ def _classifier(run, bert_config, weights):
         run.window_aggregation,
         thresholds=head.thresholds,
     )
-    # What the TFLite export records in serving.json (serving.lite_export.lite_settings).
+    # What the TFLite export records in serving.json (serving.exports.tflite.lite_settings).
     export.head = head
     return export, export.signatures()
 
@@ -344,7 +344,7 @@ def _export(run, bert_config, weights):
 
 
 def export_preprocessor(vocab_file, do_lower_case, max_seq_length, export_dir, overwrite):
-    """Writes the TF Hub preprocessor SavedModel (see `serving.tfhub.build_preprocessor`)."""
+    """Writes the TF Hub preprocessor SavedModel (see `serving.exports.tfhub.build_preprocessor`)."""
     root = build_preprocessor(vocab_file, do_lower_case, max_seq_length)
     with atomic_directory(export_dir, overwrite=overwrite) as temp:
         tf.saved_model.save(root, temp)

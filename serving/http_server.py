@@ -20,15 +20,8 @@ from absl import logging
 
 from fileio.errors import first_line
 from serving.batcher import Batcher
+from serving.contract import check_instances, instance_shape, keys_of
 
-# The instance keys of each task where a predictor does not list its own (`instance_keys`):
-# (required, optional).
-_TASK_KEYS = {
-    "classifier": (("text_a",), ("text_b",)),
-    "ner": (("text",), ()),
-    "squad": (("question", "context"), ()),
-    "encoder": (("text",), ("text_b",)),
-}
 # Larger bodies are refused before they are read.
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
@@ -37,24 +30,12 @@ class BadRequest(ValueError):
     """A request the server cannot answer; the message is the sentence the client gets."""
 
 
-def instance_keys(predictor):
-    """(required keys, optional keys) of the predictor's instances."""
-    keys = getattr(predictor, "instance_keys", None)
-    if keys is not None:
-        return tuple(keys), tuple(getattr(predictor, "optional_instance_keys", ()))
-    return _TASK_KEYS.get(predictor.task, ((), ()))
-
-
-def _quoted(keys):
-    return " and ".join(f'"{k}"' for k in keys)
-
-
-def read_instances(body, required, optional):
+def read_instances(body, keys):
     """The instances of a request body, and whether it held one instance object.
 
     Args:
         body: the request's bytes.
-        required, optional: the instance keys.
+        keys: the predictor's `serving.contract.InstanceKeys`.
 
     Returns:
         (list of instance dicts, single: the body was one instance rather than "instances").
@@ -62,8 +43,7 @@ def read_instances(body, required, optional):
     Raises:
         BadRequest: with the sentence for the client.
     """
-    example = ", ".join(f'"{k}": "..."' for k in required)
-    shape = f'{{"instances": [{{{example}}}, ...]}} or one instance {{{example}}}'
+    shape = instance_shape(keys)
     try:
         data = json.loads(body.decode("utf-8"))
     except RecursionError:
@@ -78,35 +58,29 @@ def read_instances(body, required, optional):
         raise BadRequest(f"The request body is a JSON {type(data).__name__}: send {shape}.")
     single = "instances" not in data
     instances = [data] if single else data["instances"]
-    if not isinstance(instances, list) or not instances:
-        raise BadRequest(f'"instances" must be a non-empty list of objects: send {shape}.')
-    allowed = set(required) | set(optional)
-    for index, instance in enumerate(instances):
-        where = "The instance" if single else f"Instance {index}"
-        if not isinstance(instance, dict):
-            raise BadRequest(f"{where} is a JSON {type(instance).__name__}: send {shape}.")
-        for key in required:
-            if key not in instance:
-                raise BadRequest(
-                    f'{where} has no "{key}": give every instance {_quoted(required)} '
-                    f"(strings){' and optionally ' + _quoted(optional) if optional else ''}."
-                )
-        for key, value in instance.items():
-            if key not in allowed:
-                raise BadRequest(
-                    f'{where} has the unknown key "{key}": this model takes '
-                    f"{_quoted(list(required) + list(optional))}."
-                )
-            if not isinstance(value, str):
-                raise BadRequest(
-                    f'{where}\'s "{key}" is a JSON {type(value).__name__}: give a string.'
-                )
+    try:
+        check_instances(instances, keys, single)
+    except ValueError as err:
+        raise BadRequest(str(err)) from None
     return instances, single
 
 
 @dataclasses.dataclass
 class ServerSettings:
-    """Where the server listens and how it batches (serve.py's flags of the same names)."""
+    """Where the server listens and how it batches: serve.py's flags of the same names, whose
+    defaults these are.
+
+    Attributes:
+        host: the address to listen on.
+        port: the TCP port (0: any free port).
+        max_batch_size: instances per model call at most (`serving.batcher`): the instances of
+            concurrent requests share a call up to this many, and a larger request runs in
+            calls of this many. An instance is one model call's worth of input whatever its
+            windows: a long SQuAD context or a text cut into windows runs all its windows in
+            its call.
+        batch_timeout_ms: how long a request waits for others to share its call (0: only those
+            already waiting).
+    """
 
     host: str = "127.0.0.1"
     port: int = 8080
@@ -184,7 +158,7 @@ class _App:
 
     def __init__(self, predictor, settings):
         self.task, self.precision = predictor.task, predictor.precision
-        self.required, self.optional = instance_keys(predictor)
+        self.keys = keys_of(predictor)
         self.settings = settings
         self.batcher = Batcher(
             predictor.predict, settings.max_batch_size, settings.batch_timeout_ms / 1000
@@ -194,7 +168,10 @@ class _App:
         return {
             "task": self.task,
             "precision": self.precision,
-            "instance_keys": {"required": list(self.required), "optional": list(self.optional)},
+            "instance_keys": {
+                "required": list(self.keys.required),
+                "optional": list(self.keys.optional),
+            },
             "max_batch_size": self.settings.max_batch_size,
             "batch_timeout_ms": self.settings.batch_timeout_ms,
             "stats": dataclasses.asdict(self.batcher.stats()),
@@ -203,7 +180,7 @@ class _App:
     def answer(self, body):
         """(HTTP status, JSON payload) for a /v1/predict body."""
         try:
-            instances, single = read_instances(body, self.required, self.optional)
+            instances, single = read_instances(body, self.keys)
             answers = self.batcher.submit(instances)
         except ValueError as err:
             # BadRequest, or a predictor's own sentence about an instance it cannot take.
@@ -225,7 +202,7 @@ class PredictionServer(http.server.ThreadingHTTPServer):
     """A threading HTTP server answering a predictor's instances as JSON (module docstring).
 
     Args:
-        predictor: an object with `task`, `precision` and `predict(instances)`.
+        predictor: a `serving.contract.Predictor`.
         settings: `ServerSettings` (port 0: any free port; `url` says which).
     """
 

@@ -1,4 +1,4 @@
-"""The files that make a TFLite export (serving.lite_export writes them, serving.lite_predictor
+"""The files that make a TFLite export (serving.exports.tflite writes them, serving.lite_predictor
 reads them)."""
 
 import os

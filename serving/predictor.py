@@ -7,7 +7,9 @@
 * a text-in SavedModel (float32 or bfloat16) -> `serving.saved_model_predictor
   .SavedModelPredictor`.
 
-Both answer alike, so serve.py, the benchmarks and the tests treat every export the same:
+Both meet `serving.contract.Predictor` (task, precision, instance keys, `predict`) and answer
+alike, so serve.py, the benchmarks and the tests treat every export the same (the instance keys
+of each task: `serving.contract.INSTANCE_KEYS`):
 
 | task | instance | answer |
 |---|---|---|
@@ -28,7 +30,7 @@ def load_predictor(export_dir, num_threads=None):
         num_threads: CPU threads for the model (None: the runtime's default).
 
     Returns:
-        An object with `task` (str), `precision` (str) and `predict(instances) -> answers`.
+        A `serving.contract.Predictor`.
 
     Raises:
         UserError: export_dir is not an export, or its files are damaged.

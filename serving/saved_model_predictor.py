@@ -18,18 +18,17 @@ from google.protobuf.message import DecodeError
 from tensorflow.core.protobuf import saved_model_pb2
 
 from fileio.errors import UserError, first_line
+from serving.contract import INSTANCE_KEYS, check_instances
 
 _SAVED_MODEL = "saved_model.pb"
 _SIGNATURE = "serving_default"
-# Each text-in task by the (sorted) inputs of its serving_default signature.
+# Each text-in export's instance keys by the (sorted) inputs of its serving_default
+# signature: its instances' keys are its inputs. (The encoder's TF Hub export takes ids.)
 _TASKS = {
-    ("text_a",): "classifier",
-    ("text_a", "text_b"): "classifier",
-    ("text",): "ner",
-    ("context", "question"): "squad",
+    tuple(sorted(keys.required)): (task, keys)
+    for (task, _), keys in INSTANCE_KEYS.items()
+    if task in ("classifier", "ner", "squad")
 }
-# The order each task's inputs are named in messages and metadata.
-_KEY_ORDER = ("text_a", "text_b", "text", "question", "context")
 _FIX = "pass the --export_dir that export_model.py --task=classifier, ner or squad wrote"
 _DAMAGED_FIX = "export the model again with export_model.py, or restore the folder from a good copy"
 
@@ -61,7 +60,7 @@ def _task(export_dir, meta_graph):
             f"{list(inputs) or 'nothing'}; a TF Hub encoder or pre-training export takes ids): "
             f"{_FIX}."
         )
-    return _TASKS[inputs], tuple(k for k in _KEY_ORDER if k in inputs)
+    return _TASKS[inputs]
 
 
 def _precision(meta_graph):
@@ -146,7 +145,8 @@ _ANSWERS = {"classifier": _classifier_answers, "ner": _ner_answers, "squad": _sq
 
 
 class SavedModelPredictor:
-    """A text-in SavedModel of export_model.py, answering plain dicts.
+    """A text-in SavedModel of export_model.py, answering plain dicts: a
+    `serving.contract.Predictor`.
 
     Args:
         export_dir: the folder export_model.py wrote (--task=classifier, ner or squad; float32,
@@ -157,7 +157,9 @@ class SavedModelPredictor:
     Attributes:
         task: "classifier", "ner" or "squad".
         precision: "float32", "bfloat16" or "float16": what the model computes in.
-        instance_keys: the keys every instance needs (string values), e.g. ("text_a", "text_b").
+        instance_keys: the keys every instance needs (string values), e.g. ("text_a", "text_b"):
+            the signature's inputs (`serving.contract.INSTANCE_KEYS`).
+        optional_instance_keys: () (a text-in export takes no optional key).
         signature: the export's `serving_default` function (string tensors in, tensors out).
 
     Raises:
@@ -168,7 +170,9 @@ class SavedModelPredictor:
         set_cpu_threads(num_threads)
         self.export_dir = str(export_dir)
         meta_graph = _read_meta_graph(self.export_dir)
-        self.task, self.instance_keys = _task(self.export_dir, meta_graph)
+        self.task, self._keys = _task(self.export_dir, meta_graph)
+        self.instance_keys = self._keys.required
+        self.optional_instance_keys = self._keys.optional
         self.precision = _precision(meta_graph)
         try:
             self._model = tf.saved_model.load(self.export_dir)
@@ -189,23 +193,6 @@ class SavedModelPredictor:
             ", ".join(self.instance_keys),
         )
 
-    def _column(self, instances, key):
-        """The strings of `key` in every instance, or a ValueError naming the instance."""
-        column = []
-        for index, instance in enumerate(instances):
-            if not isinstance(instance, dict) or key not in instance:
-                raise ValueError(
-                    f"Instance {index} has no {key!r}: give every instance of this {self.task} "
-                    f"model {' and '.join(repr(k) for k in self.instance_keys)} (strings)."
-                )
-            if not isinstance(instance[key], str):
-                raise ValueError(
-                    f"Instance {index}'s {key!r} is a {type(instance[key]).__name__}: give a "
-                    "string."
-                )
-            column.append(instance[key])
-        return column
-
     def predict(self, instances):
         """The answers to `instances`, one dict each, in order (serving.predictor's table).
 
@@ -216,10 +203,11 @@ class SavedModelPredictor:
             A list of dicts of plain Python values (str, float, int, lists).
 
         Raises:
-            ValueError: an instance lacks a key or has a value that is not a string.
+            ValueError: an instance `serving.contract.check_instances` refuses.
         """
         if not instances:
             return []
-        inputs = {k: tf.constant(self._column(instances, k), tf.string) for k in self.instance_keys}
+        check_instances(instances, self._keys)
+        inputs = {k: tf.constant([x[k] for x in instances], tf.string) for k in self.instance_keys}
         outputs = {k: v.numpy() for k, v in self.signature(**inputs).items()}
         return _ANSWERS[self.task](outputs, len(instances), self._label_names)

@@ -42,7 +42,7 @@ def head_and_tail(tokens, keep, head_tokens=None):
     Returns:
         A new list of at most `keep` pieces.
 
-    Graph twin: `serving.long_inputs.head_and_tail_graph`.
+    Graph twin: `serving.exports.long_inputs.head_and_tail_graph`.
     """
     if len(tokens) <= keep:
         return list(tokens)
@@ -56,7 +56,7 @@ def pair_room(len_a, len_b, max_seq_length):
     `text_a` keeps what `text_b` leaves it and at least half the sequence (its end cut as the
     original truncates): a pair that fits, or whose `text_b` fits beside the longer half, keeps
     the original truncation's lengths in one window. Graph twin:
-    `serving.long_inputs.pair_room_graph`.
+    `serving.exports.long_inputs.pair_room_graph`.
     """
     budget = max_seq_length - 3
     # The truncation's length of A: ceil(budget / 2) is the "longer half".
@@ -172,7 +172,7 @@ def aggregate_windows(logits, example_of_window, num_examples, how="mean", is_re
     Returns:
         float32 array: `[E, C]` probabilities (the vote shares for `vote`), or `[E]` scores.
 
-    Graph twin: `serving.long_inputs.aggregate_windows_graph`.
+    Graph twin: `serving.exports.long_inputs.aggregate_windows_graph`.
     """
     owners = np.asarray(example_of_window, np.int64)
     counts = np.bincount(owners, minlength=num_examples).astype(np.float64)

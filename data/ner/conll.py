@@ -14,8 +14,6 @@ line with the predicted tag appended.
 import dataclasses
 import re
 
-import tensorflow as tf
-
 DOCSTART = "-DOCSTART-"
 _COLUMN_SEPARATOR = re.compile(r"[ \t]+")
 _IOB_TAG = re.compile(r"^(O|[BI](-\S+)?)$")
@@ -139,6 +137,10 @@ def _not_iob_message(path, line_number, tag):
 
 
 def _read_lines(path):
+    # TensorFlow only here, for its file systems: the TFLite predictor builds `Sentence`s of
+    # this module and starts without TensorFlow.
+    import tensorflow as tf
+
     with tf.io.gfile.GFile(path, "rb") as f:
         data = f.read()
     try:

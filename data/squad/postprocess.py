@@ -11,6 +11,7 @@ import math
 
 from absl import logging
 
+from data.squad.answer_choice import null_score, ranked, window_spans
 from data.tokenization.full_tokenizer import BasicTokenizer
 from fileio.atomic import write_atomically
 
@@ -31,9 +32,6 @@ _Candidate = collections.namedtuple(
 _NbestEntry = collections.namedtuple(
     "_NbestEntry", ["text", "start_logit", "end_logit", "words"], defaults=(None,)
 )
-
-# The original starts its search for the lowest null score here (large and positive).
-_NO_NULL_SCORE = 1000000
 
 
 def _strip_spaces(text):
@@ -91,11 +89,6 @@ def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False):
     return orig_text[orig_ns_to_s[tok_s_to_ns[start]] : orig_ns_to_s[tok_s_to_ns[end]] + 1]
 
 
-def _best_indexes(logits, n_best_size):
-    """Indexes of the `n_best_size` largest logits, largest first, ties in position order."""
-    return sorted(range(len(logits)), key=logits.__getitem__, reverse=True)[:n_best_size]
-
-
 def _softmax(scores):
     """Softmax of Python floats, summed left to right in plain float arithmetic.
 
@@ -110,27 +103,6 @@ def _softmax(scores):
     for value in exps:
         total += value
     return [value / total for value in exps]
-
-
-def _span_candidates(feature, start_logits, end_logits, n_best_size, max_answer_length):
-    """Yields (start, end) pairs of the top logits that form a valid answer in the feature.
-
-    Only the context's own tokens qualify, the start must be in the window that gives it the
-    most context (so a span is proposed by one window only), and the span must be
-    1..max_answer_length tokens long.
-    """
-    num_tokens = len(feature.tokens)
-    for start in _best_indexes(start_logits, n_best_size):
-        for end in _best_indexes(end_logits, n_best_size):
-            if start >= num_tokens or end >= num_tokens:
-                continue
-            if start not in feature.token_to_orig_map or end not in feature.token_to_orig_map:
-                continue
-            if not feature.token_is_max_context.get(start, False):
-                continue
-            if end < start or end - start + 1 > max_answer_length:
-                continue
-            yield start, end
 
 
 def _span_text(example, feature, start, end, do_lower_case, verbose_logging):
@@ -157,9 +129,7 @@ def _predict_example(
 ):
     """Returns (n-best entries, null score) of one example; the null score is None for 1.1."""
     candidates = []
-    # SQuAD 2.0: the lowest null score (start + end logit at [CLS]) over the windows.
-    null = _Candidate(0, 0, 0, 0, 0)
-    score_null = _NO_NULL_SCORE
+    logits = []
     for feature_index, feature in enumerate(features):
         result = results.get(feature.unique_id)
         if result is None:
@@ -168,18 +138,28 @@ def _predict_example(
             )
         start_logits = [float(x) for x in result.start_logits]
         end_logits = [float(x) for x in result.end_logits]
-        if with_negative and start_logits[0] + end_logits[0] < score_null:
-            score_null = start_logits[0] + end_logits[0]
-            null = _Candidate(feature_index, 0, 0, start_logits[0], end_logits[0])
-        for start, end in _span_candidates(
-            feature, start_logits, end_logits, n_best_size, max_answer_length
+        logits.append((start_logits, end_logits))
+        for start, end in window_spans(
+            start_logits,
+            end_logits,
+            feature.token_to_orig_map,
+            feature.token_is_max_context,
+            n_best_size,
+            max_answer_length,
         ):
             candidates.append(
                 _Candidate(feature_index, start, end, start_logits[start], end_logits[end])
             )
+    # SQuAD 2.0: the null answer competes with the spans, from the window of the lowest null
+    # score (all zeros where no window has one).
+    score_null, null_window = null_score(logits)
+    null = _Candidate(0, 0, 0, 0, 0)
+    if null_window is not None:
+        null_start, null_end = logits[null_window]
+        null = _Candidate(null_window, 0, 0, null_start[0], null_end[0])
     if with_negative:
         candidates.append(null)
-    candidates.sort(key=lambda c: c.start_logit + c.end_logit, reverse=True)
+    candidates = ranked(candidates)
 
     nbest = []
     seen = set()
@@ -236,7 +216,7 @@ def write_predictions(
     """Chooses each question's answer and writes the original's three prediction files.
 
     For each example, the `n_best_size` highest start and end logits of each of its features
-    are paired into valid spans (see `_span_candidates`), ranked by start + end logit, turned
+    are paired into valid spans (see `data.squad.answer_choice.window_spans`), ranked by start + end logit, turned
     into text (`get_final_text`) and deduplicated into an n-best list with softmax
     probabilities. SQuAD 1.1 predicts the best span. SQuAD 2.0 adds the null answer (the
     lowest [CLS] score over the features) and predicts "" when that score exceeds the best

@@ -246,7 +246,7 @@ def test_every_aggregation_in_the_graph(how, is_regression):
     sys.path.insert(0, REPO)
     import tensorflow as tf
 
-    from serving.long_inputs import aggregate_windows
+    from serving.exports.long_inputs import aggregate_windows
 
     owners = np.repeat(np.arange(6), [1, 2, 3, 5, 2, 4])
     logits = np.random.default_rng(1).normal(0, 3, (len(owners), 1 if is_regression else 3))
@@ -267,7 +267,7 @@ def test_windows_are_window_pieces(tiny_runs, doc_stride, pairs):
     from data.tokenization.fast_tokenizer import FastFullTokenizer
     from data.tokenization.full_tokenizer import FullTokenizer
     from data.tokenization.packing import pack_tokens
-    from serving.long_inputs import window_inputs
+    from serving.exports.long_inputs import window_inputs
 
     tf = tiny_runs["tf"]
     vocab = str(tiny_runs["root"] / "vocab.txt")
@@ -300,7 +300,7 @@ def test_head_tail_inputs_are_the_python_features(tiny_runs, head_tokens, pairs)
     from data.glue.processor_base import InputExample
     from data.tokenization.fast_tokenizer import FastFullTokenizer
     from data.tokenization.full_tokenizer import FullTokenizer
-    from serving.long_inputs import head_tail_inputs
+    from serving.exports.long_inputs import head_tail_inputs
 
     tf = tiny_runs["tf"]
     vocab = str(tiny_runs["root"] / "vocab.txt")

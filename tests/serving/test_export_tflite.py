@@ -142,7 +142,7 @@ def test_encoder_pools_as_the_tf_hub_encoder(exports):
     predictor = load_predictor(str(exports["encoder"]["tflite"]))
     assert (predictor.instance_keys, predictor.optional_instance_keys) == (("text",), ("text_b",))
     instances = [{"text": "the lazy dog"}, {"text": _LONG}, {"text": "a dog", "text_b": "the fox"}]
-    windows, _ = predictor.answers.windows(instances)
+    windows = predictor.io.windows(instances).ids
     got = predictor.predict(instances)
     hub = tf.saved_model.load(str(exports["encoder"]["saved_model"]))
     for window, answer in zip(windows, got, strict=True):
@@ -282,7 +282,7 @@ pair = tokenizers.Tokenizer.from_file(INPUTS["tokenizer"]["True"]).encode("a dog
 out["pair"] = [pair.tokens, pair.type_ids]
 OUTPUTS = out
 """
-    from serving.tokenizer_json import write_tokenizer_json
+    from serving.exports.tokenizer_json import write_tokenizer_json
 
     paths = {}
     for lower in (True, False):
@@ -319,7 +319,7 @@ OUTPUTS = {"ids": encoding.ids, "logits": out["logits"][0].tolist()}
     pair = ["the cat sat on the mat", "a dog ran"]
     out = run_fresh(tmp_path, "alone", body, {"dir": str(export_dir), "pair": pair})
     predictor = LitePredictor(str(export_dir))
-    (windows,), _ = predictor.answers.windows([{"text_a": pair[0], "text_b": pair[1]}])
+    (windows,) = predictor.io.windows([{"text_a": pair[0], "text_b": pair[1]}]).ids
     assert out["ids"] == windows["input_ids"]
     (ours,) = predictor.run([windows])
     np.testing.assert_allclose(out["logits"], ours["logits"], atol=1e-5)

@@ -10,11 +10,22 @@ import pytest
 import tensorflow as tf
 
 from data.glue.long_inputs import WINDOW_AGGREGATIONS, aggregate_windows, head_and_tail, pair_room
+from data.squad.answer_choice import NO_NULL_SCORE, no_answer, null_score, ranked, window_spans
 from data.tokenization.packing import truncated_lengths
 from data.tokenization.preprocessor import truncated_lengths_graph
 from data.windows import max_context_windows, sliding_windows
-from serving.long_inputs import aggregate_windows_graph, head_and_tail_graph, pair_room_graph
-from serving.windows import max_context_windows_graph, sliding_windows_graph
+from serving.exports.long_inputs import (
+    aggregate_windows_graph,
+    head_and_tail_graph,
+    pair_room_graph,
+)
+from serving.exports.squad_answer_choice import (
+    best_span_graph,
+    no_answer_graph,
+    null_score_graph,
+    window_spans_graph,
+)
+from serving.exports.windows import max_context_windows_graph, sliding_windows_graph
 
 NUM_CASES = 300
 
@@ -117,3 +128,147 @@ def test_aggregate_windows_twins_agree_for_regression(how):
             scores, _int64(owners), num_examples, how, is_regression=True
         ).numpy()
         np.testing.assert_allclose(graph, python, rtol=0, atol=1e-6)
+
+
+class _Span:
+    """A candidate of `ranked`: its window and positions, and its logits."""
+
+    def __init__(self, window, start, end, start_logit, end_logit):
+        self.key = (window, start, end)
+        self.start_logit, self.end_logit = start_logit, end_logit
+
+
+def _squad_cases(salt):
+    """Batches of SQuAD questions as the model sees them: each question's windows (random
+    context and question lengths, window room and stride), random float32 logits per window
+    (every other batch drawn from a few values, so that equal scores test the first-best
+    rule), n_best_size, max_answer_length and the null threshold."""
+    rng = _rng(salt)
+    for batch in range(40):
+        seq = int(rng.integers(6, 30))
+        questions = []
+        for _ in range(int(rng.integers(1, 7))):
+            query = int(rng.integers(0, seq - 3))
+            room = seq - query - 3
+            doc = int(rng.integers(0, 50))
+            spans = sliding_windows(doc, room, int(rng.integers(1, room + 4)))
+            questions.append((query, spans, max_context_windows(spans, doc)))
+        num_windows = sum(len(spans) for _, spans, _ in questions)
+        if batch % 2:
+            logits = rng.integers(-2, 3, (2, num_windows, seq)).astype(np.float32)
+        else:
+            logits = rng.normal(0.0, 3.0, (2, num_windows, seq)).astype(np.float32)
+        n_best_size = int(rng.integers(1, seq + 3))
+        max_answer_length = int(rng.integers(1, 12))
+        threshold = float(rng.normal(0.0, 2.0))
+        yield questions, logits, n_best_size, max_answer_length, threshold
+
+
+def _python_choice(questions, logits, n_best_size, max_answer_length, threshold):
+    """Per question: (every window's valid spans, the best span or None, the null score, the
+    no-answer decision and probability) by data.squad.answer_choice."""
+    start_logits, end_logits = ([[float(x) for x in row] for row in side] for side in logits)
+    choices, k = [], 0
+    for query, spans, best in questions:
+        windows, candidates, own = [], [], []
+        for index, (start, length) in enumerate(spans):
+            context = range(query + 2, query + 2 + length)
+            max_context = {query + 2 + i: best[start + i] == index for i in range(length)}
+            valid = window_spans(
+                start_logits[k], end_logits[k], context, max_context, n_best_size,
+                max_answer_length,
+            )  # fmt: skip
+            windows.append(valid)
+            candidates += [_Span(k, s, e, start_logits[k][s], end_logits[k][e]) for s, e in valid]
+            own.append((start_logits[k], end_logits[k]))
+            k += 1
+        top = ranked(candidates)[0] if candidates else None
+        best_score = None if top is None else top.start_logit + top.end_logit
+        score_null, _ = null_score(own)
+        unanswered, probability = no_answer(score_null, best_score, threshold)
+        choices.append(
+            (
+                windows,
+                None if top is None else (*top.key, best_score),
+                score_null,
+                unanswered,
+                np.float32(probability),
+            )
+        )
+    return choices
+
+
+def _graph_choice(questions, logits, n_best_size, max_answer_length, threshold):
+    """The same by the graph twins (serving.exports.squad_answer_choice), all questions of the
+    batch at once."""
+    context_start, context_length, max_context = [], [], []
+    seq = logits.shape[2]
+    for query, spans, best in questions:
+        for index, (start, length) in enumerate(spans):
+            context_start.append(query + 2)
+            context_length.append(length)
+            row = [False] * seq
+            for i in range(length):
+                row[query + 2 + i] = best[start + i] == index
+            max_context.append(row)
+    start_logits, end_logits = (tf.constant(side, tf.float64) for side in logits)
+    per_question = _int64([len(spans) for _, spans, _ in questions])
+    starts, ends, scores = window_spans_graph(
+        start_logits,
+        end_logits,
+        _int64(context_start),
+        _int64(context_length),
+        tf.constant(np.asarray(max_context, bool).reshape([-1, seq])),
+        n_best_size,
+        max_answer_length,
+    )
+    window, start, end, score, has_span = best_span_graph(starts, ends, scores, per_question)
+    score_null = null_score_graph(start_logits, end_logits, per_question)
+    unanswered, probability = no_answer_graph(score_null, score, has_span, threshold)
+    valid = scores.numpy() > -np.inf
+    starts, ends = starts.numpy().tolist(), ends.numpy().tolist()
+    spans_of = [
+        [(starts[k][i], ends[k][j]) for i, j in zip(*np.nonzero(valid[k]), strict=True)]
+        for k in range(len(valid))
+    ]
+    choices, k = [], 0
+    for b, (_, spans, _) in enumerate(questions):
+        best = None
+        if has_span[b]:
+            best = (int(window[b]), int(start[b]), int(end[b]), float(score[b]))
+        choices.append(
+            (
+                spans_of[k : k + len(spans)],
+                best,
+                float(score_null[b]),
+                bool(unanswered[b]),
+                probability.numpy()[b],
+            )
+        )
+        k += len(spans)
+    return choices
+
+
+@pytest.mark.parametrize("version_2_with_negative", [False, True], ids=["v1.1", "v2.0"])
+def test_squad_answer_choice_twins_agree(version_2_with_negative):
+    """The valid spans of every window, each question's best span (the first of equal ones)
+    and, SQuAD 2.0, its null score, no-answer decision and probability (float32, as the
+    SavedModel returns it)."""
+    compared = 0
+    for case in _squad_cases(7 + version_2_with_negative):
+        python = _python_choice(*case)
+        graph = _graph_choice(*case)
+        for p, g in zip(python, graph, strict=True):
+            assert g[:2] == p[:2]
+            if version_2_with_negative:
+                assert g[2:] == p[2:]
+            compared += 1
+    # Enough of each kind: spans found and missing, answered and not.
+    assert compared > 100
+
+
+def test_a_question_without_windows_has_the_original_s_null_score():
+    logits = np.zeros([2, 0, 8], np.float32)
+    python = _python_choice([(1, [], [])], logits, 3, 4, 0.0)
+    graph = _graph_choice([(1, [], [])], logits, 3, 4, 0.0)
+    assert python == graph == [([], None, NO_NULL_SCORE, True, np.float32(1.0))]

@@ -4,7 +4,7 @@
 cuts a long input as the run was trained to (`long_inputs`, as run_classifier's --long_inputs:
 `truncate` as the original's `convert_single_example`, `head_tail` keeping the same number of
 pieces from each cut text's head and tail, or `windows`: every window of every text run at
-once and each text's answer aggregated from its windows', `serving.long_inputs`), runs the
+once and each text's answer aggregated from its windows', `serving.exports.long_inputs`), runs the
 fine-tuned model on the batch cut to its longest sequence and returns what run_classifier
 writes to test_results.tsv plus the label string:
 
@@ -28,10 +28,9 @@ import tensorflow as tf
 from data.glue.long_inputs import LONG_INPUTS, WINDOW_AGGREGATIONS
 from data.glue.records import classifier_feature_spec
 from data.tokenization.preprocessor import BertPreprocessor
-from serving.long_inputs import aggregate_windows_graph, head_tail_inputs, window_inputs
-from serving.windows import first_max
-
-_INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
+from serving.contract import MODEL_INPUTS
+from serving.exports.long_inputs import aggregate_windows_graph, head_tail_inputs, window_inputs
+from serving.exports.windows import first_max
 
 
 class ClassifierExport(tf.Module):
@@ -110,7 +109,7 @@ class ClassifierExport(tf.Module):
         self.window_aggregation = window_aggregation
 
     def _logits(self, features):
-        inputs = {k: features[k] for k in _INPUT_KEYS}
+        inputs = {k: features[k] for k in MODEL_INPUTS}
         if not self.pad_to_max_seq_length:
             # The batch's longest sequence, not max_seq_length: outputs at real positions do
             # not depend on trailing padding (as run_classifier's cut batches).
@@ -180,7 +179,7 @@ class ClassifierExport(tf.Module):
                 return self._answer_text(text_a)
 
         spec = classifier_feature_spec(self.max_seq_length)
-        spec = {k: spec[k] for k in _INPUT_KEYS}
+        spec = {k: spec[k] for k in MODEL_INPUTS}
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
         def serve_examples(examples):

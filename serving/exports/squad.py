@@ -7,7 +7,9 @@ tokenized (`FastFullTokenizer`, ids identical to `FullTokenizer`), the question 
 every window, then the original's answer selection: the `n_best_size` best start and end
 logits of each window paired into valid spans (context tokens only, start in its max-context
 window, at most `max_answer_length` pieces), the best sum of logits wins, and its text is
-recovered from the context's own characters (`get_final_text`). Outputs:
+recovered from the context's own characters (`get_final_text`). The choice is
+`serving.exports.squad_answer_choice`, the graph twins of the runners' own rules
+(`data.squad.answer_choice`). Outputs:
 
 * `answer` string `[B]` (SQuAD 2.0: "" for no answer), `start_char` / `end_char` int32 `[B]`
   (the answer's first character and one past its last in `context`; -1 without answer),
@@ -25,7 +27,14 @@ import tensorflow_text as text
 
 from data.squad.records import squad_feature_spec
 from data.tokenization.fast_tokenizer import FastFullTokenizer
-from serving.windows import first_max, max_context_windows_graph, sliding_windows_graph
+from serving.contract import MODEL_INPUTS
+from serving.exports.squad_answer_choice import (
+    best_span_graph,
+    no_answer_graph,
+    null_score_graph,
+    window_spans_graph,
+)
+from serving.exports.windows import max_context_windows_graph, sliding_windows_graph
 
 # The original's whitespace for splitting the context (run_squad's is_whitespace).
 _WHITESPACE = "[ \t\r\n\u202f]+"
@@ -79,8 +88,10 @@ class SquadExport(tf.Module):
 
     # ----- windows ----------------------------------------------------------------------
 
-    def _inputs(self, query, doc_pieces, doc_offsets, rows, start, length):
-        """`[CLS] query [SEP] window [SEP]` of every window: int32 [K, S] each."""
+    def _inputs(self, query, doc_pieces, doc_offsets, rows, start, length, best_window):
+        """`[CLS] query [SEP] window [SEP]` of every window: int32 [K, S] each; the question's
+        length in each window, int64 [K]; and whether each window gives the piece at each
+        position its most context, bool [K, S] (`best_window`: each piece's window)."""
         q_len = tf.gather(query.row_lengths(), rows)[:, None]
         j = tf.range(self.max_seq_length, dtype=tf.int64)[None, :]
         in_query = tf.logical_and(j >= 1, j <= q_len)
@@ -95,11 +106,19 @@ class SquadExport(tf.Module):
         is_sep = tf.logical_or(j == q_len + 1, j == q_len + 2 + length[:, None])
         ids = tf.where(is_sep, tf.constant(self._sep, tf.int64), ids)
         last = q_len + 2 + length[:, None]
-        return {
-            "input_ids": tf.cast(ids, tf.int32),
-            "input_mask": tf.cast(j <= last, tf.int32),
-            "segment_ids": tf.cast(tf.logical_and(j >= q_len + 2, j <= last), tf.int32),
-        }, q_len[:, 0]
+        window_index = tf.range(tf.size(rows, tf.int64))[:, None]
+        max_context = in_doc & (
+            tf.gather(best_window, tf.where(in_doc, d_index, 0)) == window_index
+        )
+        return (
+            {
+                "input_ids": tf.cast(ids, tf.int32),
+                "input_mask": tf.cast(j <= last, tf.int32),
+                "segment_ids": tf.cast(tf.logical_and(j >= q_len + 2, j <= last), tf.int32),
+            },
+            q_len[:, 0],
+            max_context,
+        )
 
     # ----- answer selection ---------------------------------------------------------------
 
@@ -114,49 +133,30 @@ class SquadExport(tf.Module):
         room = self.max_seq_length - query.row_lengths() - 3
         starts, lengths = sliding_windows_graph(doc_length, room, self.doc_stride)
         rows, start, length = starts.value_rowids(), starts.flat_values, lengths.flat_values
-        inputs, q_len = self._inputs(
-            query, word_pieces.flat_values, doc_offsets, rows, start, length
+        pieces = tf.ragged.range(doc_length)
+        best_window = max_context_windows_graph(
+            pieces.flat_values, pieces.value_rowids(), starts, lengths
+        )
+        inputs, q_len, max_context = self._inputs(
+            query, word_pieces.flat_values, doc_offsets, rows, start, length, best_window
         )
         # One all-padding window more, so that examples without any window index something.
         inputs = {k: tf.pad(v, [[0, 1], [0, 0]]) for k, v in inputs.items()}
         start_logits, end_logits = (
             tf.cast(x, tf.float64) for x in self.model(inputs, training=False)
         )
-        num_windows = tf.shape(start, out_type=tf.int64)[0]
-        pieces = tf.ragged.range(doc_length)
-        best_window = max_context_windows_graph(
-            pieces.flat_values, pieces.value_rowids(), starts, lengths
+        starts_k, ends_k, scores = window_spans_graph(
+            start_logits[:-1],
+            end_logits[:-1],
+            q_len + 2,
+            length,
+            max_context,
+            self.n_best_size,
+            self.max_answer_length,
         )
-
-        n = min(self.n_best_size, self.max_seq_length)
-        top_s = tf.cast(tf.math.top_k(start_logits[:-1], n).indices, tf.int64)
-        top_e = tf.cast(tf.math.top_k(end_logits[:-1], n).indices, tf.int64)
-        s, e = top_s[:, :, None], top_e[:, None, :]
-        q, ln = q_len[:, None, None], length[:, None, None]
-        ds, de = s - q - 2, e - q - 2
-        valid = (ds >= 0) & (ds < ln) & (de >= 0) & (de < ln) & (e >= s)
-        valid &= e - s + 1 <= self.max_answer_length
-        piece = tf.gather(doc_offsets, rows)[:, None, None] + start[:, None, None] + ds
-        piece = tf.where(valid, piece, 0)
-        window_index = tf.range(num_windows)[:, None, None]
-        valid &= tf.gather(best_window, piece) == window_index
-        score = (
-            tf.gather(start_logits[:-1], s[:, :, 0], batch_dims=1)[:, :, None]
-            + tf.gather(end_logits[:-1], e[:, 0, :], batch_dims=1)[:, None, :]
+        window, best_s, best_e, best_score, has_span = best_span_graph(
+            starts_k, ends_k, scores, starts.row_lengths()
         )
-        score = tf.where(valid, score, -float("inf"))
-        # Candidates in the original's order: window, start rank, end rank; the first best wins.
-        per_example = tf.RaggedTensor.from_row_lengths(
-            tf.reshape(score, [-1]), starts.row_lengths() * n * n
-        ).to_tensor(default_value=-float("inf"))
-        flat = first_max(per_example)
-        best_score = tf.reduce_max(per_example, axis=1)
-        has_span = best_score > -float("inf")
-        # Examples without a valid span point at one more (zero) row of each table.
-        window = tf.where(has_span, starts.row_starts() + flat // (n * n), num_windows)
-        pad = tf.zeros([1, n], tf.int64)
-        best_s = tf.gather_nd(tf.concat([top_s, pad], 0), tf.stack([window, (flat // n) % n], 1))
-        best_e = tf.gather_nd(tf.concat([top_e, pad], 0), tf.stack([window, flat % n], 1))
         window_start = tf.gather(tf.concat([start, [0]], 0), window)
         window_query = tf.gather(tf.concat([q_len, [0]], 0), window)
         first = doc_offsets + window_start + best_s - window_query - 2
@@ -168,16 +168,14 @@ class SquadExport(tf.Module):
         if not self.version_2_with_negative:
             answer = tf.where(has_span, answer, "empty")
         else:
-            null = tf.RaggedTensor.from_row_lengths(
-                start_logits[:-1, 0] + end_logits[:-1, 0], starts.row_lengths()
+            score_null = null_score_graph(start_logits[:-1], end_logits[:-1], starts.row_lengths())
+            no_answer, probability = no_answer_graph(
+                score_null, best_score, has_span, self.null_score_diff_threshold
             )
-            score_null = tf.reduce_min(null, axis=1)
-            diff = score_null - tf.where(has_span, best_score, 0.0)
-            no_answer = tf.logical_or(diff > self.null_score_diff_threshold, ~has_span)
             answer = tf.where(no_answer, "", answer)
             start_char = tf.where(no_answer, -1, start_char)
             end_char = tf.where(no_answer, -1, end_char)
-            outputs["no_answer_probability"] = tf.cast(tf.sigmoid(diff), tf.float32)
+            outputs["no_answer_probability"] = probability
         outputs.update(answer=answer, start_char=start_char, end_char=end_char)
         return outputs
 
@@ -282,7 +280,7 @@ class SquadExport(tf.Module):
             return self._answer(question, context)
 
         spec = squad_feature_spec(self.max_seq_length, is_training=False)
-        spec = {k: spec[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        spec = {k: spec[k] for k in MODEL_INPUTS}
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
         def serve_examples(examples):

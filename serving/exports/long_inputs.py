@@ -10,7 +10,7 @@ both on the same cases.
 import tensorflow as tf
 
 from data.tokenization.preprocessor import pack_inputs, row_prefix, truncated_lengths_graph
-from serving.windows import first_max, sliding_windows_graph
+from serving.exports.windows import first_max, sliding_windows_graph
 
 
 def _empty_like_rows(lengths):

@@ -2,14 +2,17 @@
 code (data/), so that an int8 model answers as run_classifier.py, run_ner.py and run_squad.py
 (and the text-in SavedModels) would.
 
-Each task's `windows(instances)` returns the windows, `{"input_ids", "input_mask",
-"segment_ids"}` int lists of each window's real length, with what the answers need later (a
-state: the instance of each window, the examples); `answers(instances, state, outputs)` turns
-the network's outputs per window back into answers. Tasks keep nothing between calls, so one
-serves concurrent requests.
+Each task's class (`LITE_IO`) turns checked instances into `Windows` (`windows`): the
+network's inputs, `{"input_ids", "input_mask", "segment_ids"}` int lists of each window's real
+length, with what its answers need later (a dataclass per task); `answers(windows, outputs)`
+turns the network's outputs per window back into answers. They keep nothing between calls, so
+one serves concurrent requests.
+
+TensorFlow-free (with data/'s input and answer code), so a TFLite predictor starts without it.
 """
 
 import collections
+import dataclasses
 import re
 
 import numpy as np
@@ -19,9 +22,11 @@ from data.glue.long_inputs import aggregate_windows, convert_long_examples
 from data.glue.processor_base import InputExample
 from data.ner.conll import Sentence, Word
 from data.ner.features import build_windows, word_predictions
+from data.squad.answer_choice import answer_characters, no_answer, word_starts
 from data.squad.examples import SquadExample, split_context
 from data.squad.features import convert_examples_to_features
 from data.squad.postprocess import RawResult, best_answer
+from serving.contract import NER_WORD_SEPARATORS, instance_keys
 
 
 def _trimmed(input_ids, input_mask, segment_ids):
@@ -33,23 +38,56 @@ def _trimmed(input_ids, input_mask, segment_ids):
     }
 
 
-def _text(instance, key, required=True):
-    value = instance.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"Each instance needs {key!r} as a string, got {value!r}.")
-    return value
+@dataclasses.dataclass
+class Windows:
+    """Instances as the network's inputs.
+
+    Attributes:
+        ids: one dict per window: "input_ids", "input_mask" and "segment_ids", int lists of the
+            window's real length.
+        num_instances: how many instances they come from.
+    """
+
+    ids: list
+    num_instances: int
 
 
-class ClassifierTask:
-    """Sentences (or pairs) in; label and probabilities (or a score) out, as test_results.tsv."""
+@dataclasses.dataclass
+class ClassifierWindows(Windows):
+    """Attributes: owners: the instance of each window (one each, or several with windows)."""
+
+    owners: list
+
+
+@dataclasses.dataclass
+class NerWindows(Windows):
+    """Attributes: sentences: each instance's `data.ner.conll.Sentence`; windows: their
+    `data.ner.features.NerWindow`s, one per `ids` entry."""
+
+    sentences: list
+    windows: list
+
+
+@dataclasses.dataclass
+class SquadWindows(Windows):
+    """Attributes: word_starts: each context's word starts
+    (`data.squad.answer_choice.word_starts`); examples: each instance's `SquadExample`;
+    features: their `SquadFeatures`, one per `ids` entry."""
+
+    word_starts: list
+    examples: list
+    features: list
+
+
+class LiteClassifierIO:
+    """A classifier's sentences (or pairs) in; label and probabilities (or a score) out, as
+    run_classifier's test_results.tsv."""
 
     def __init__(self, config, tokenizer):
         self.config, self.tokenizer = config, tokenizer
         self.labels = config["labels"]
         self.is_regression = config["is_regression"]
-        self.keys = ("text_a", "text_b") if config["has_text_b"] else ("text_a",)
+        self.keys = instance_keys("classifier", config["has_text_b"])
 
     def _examples(self, instances):
         # Any known label: the records need one, the answers never read it.
@@ -58,16 +96,13 @@ class ClassifierTask:
             label = ()
         return [
             InputExample(
-                str(i),
-                _text(x, "text_a"),
-                _text(x, "text_b") if self.config["has_text_b"] else None,
-                label,
+                str(i), x["text_a"], x["text_b"] if self.config["has_text_b"] else None, label
             )
             for i, x in enumerate(instances)
         ]
 
     def windows(self, instances):
-        """(windows, the instance of each window)."""
+        """`ClassifierWindows` of checked instances."""
         examples = self._examples(instances)
         labels, length = self.labels, self.config["max_seq_length"]
         if self.config["long_inputs"] == "truncate":
@@ -90,9 +125,11 @@ class ClassifierTask:
                 self.config.get("doc_stride"),
                 log=False,
             )
-        return [_trimmed(f.input_ids, f.input_mask, f.segment_ids) for f in features], owners
+        ids = [_trimmed(f.input_ids, f.input_mask, f.segment_ids) for f in features]
+        return ClassifierWindows(ids, len(instances), owners)
 
-    def answers(self, instances, owners, outputs):
+    def answers(self, windows, outputs):
+        """One answer per instance from the network's `logits` `[C]` per window."""
         logits = np.stack([o["logits"] for o in outputs]).astype(np.float64)
         if self.config.get("multi_label"):
             # One window per instance (truncate or head_tail): a sigmoid per label, the labels
@@ -108,8 +145,8 @@ class ClassifierTask:
             ]
         merged = aggregate_windows(
             logits,
-            np.asarray(owners),
-            len(instances),
+            np.asarray(windows.owners),
+            windows.num_instances,
             self.config.get("window_aggregation", "mean"),
             self.is_regression,
         )
@@ -121,19 +158,18 @@ class ClassifierTask:
         ]
 
 
-class NerTask:
-    """Sentences in (words split on spaces and tabs); one tag per word out."""
-
-    keys = ("text",)
+class LiteNerIO:
+    """NER's sentences in (words split on spaces and tabs); one tag per word out."""
 
     def __init__(self, config, tokenizer):
         self.config, self.tokenizer = config, tokenizer
         self.labels = config["labels"]
+        self.keys = instance_keys("ner")
 
     def windows(self, instances):
+        """`NerWindows` of checked instances."""
         sentences = [
-            # The NER SavedModel's words: split on spaces, tabs and line breaks only.
-            Sentence([Word(w, None, 0) for w in re.split("[ \t\r\n]+", _text(x, "text")) if w], 0)
+            Sentence([Word(w, None, 0) for w in re.split(NER_WORD_SEPARATORS, x["text"]) if w], 0)
             for x in instances
         ]
         windows = build_windows(
@@ -143,46 +179,40 @@ class NerTask:
             self.config["max_seq_length"],
             self.config["doc_stride"],
         )
-        trimmed = [_trimmed(w.input_ids, w.input_mask, w.segment_ids) for w in windows]
-        return trimmed, (sentences, windows)
+        ids = [_trimmed(w.input_ids, w.input_mask, w.segment_ids) for w in windows]
+        return NerWindows(ids, len(instances), sentences, windows)
 
-    def answers(self, instances, state, outputs):
-        sentences, windows = state
+    def answers(self, windows, outputs):
+        """One answer per instance from the network's `logits` `[T, L]` per window."""
         length = self.config["max_seq_length"]
         predicted = np.zeros([len(outputs), length], np.int64)
         for row, output in zip(predicted, outputs, strict=True):
             row[: len(output["logits"])] = np.argmax(output["logits"], axis=-1)
-        tags = word_predictions(windows, predicted, self.labels)
+        tags = word_predictions(windows.windows, predicted, self.labels)
         return [
             {
                 "words": [w.text for w in sentence.words],
                 "tags": [tags[(i, j)] for j in range(len(sentence.words))],
             }
-            for i, sentence in enumerate(sentences)
+            for i, sentence in enumerate(windows.sentences)
         ]
 
 
-class SquadTask:
-    """A question and its context in; run_squad's answer and its characters in the context out."""
-
-    keys = ("question", "context")
+class LiteSquadIO:
+    """A SQuAD question and its context in; run_squad's answer and its characters in the
+    context out."""
 
     def __init__(self, config, tokenizer):
         self.config, self.tokenizer = config, tokenizer
+        self.keys = instance_keys("squad")
 
     def windows(self, instances):
-        contexts, examples = [], []
+        """`SquadWindows` of checked instances."""
+        starts, examples = [], []
         for i, x in enumerate(instances):
-            context = _text(x, "context")
-            words, char_to_word = split_context(context)
-            # Each word's first character: where the character-to-word map moves on.
-            starts = [
-                c
-                for c, w in enumerate(char_to_word)
-                if w >= 0 and (c == 0 or char_to_word[c - 1] != w)
-            ]
-            contexts.append(starts)
-            examples.append(SquadExample(str(i), _text(x, "question"), words))
+            words, char_to_word = split_context(x["context"])
+            starts.append(word_starts(char_to_word))
+            examples.append(SquadExample(str(i), x["question"], words))
         features = convert_examples_to_features(
             examples,
             self.tokenizer,
@@ -192,19 +222,20 @@ class SquadTask:
             is_training=False,
             log=False,
         )
-        trimmed = [_trimmed(f.input_ids, f.input_mask, f.segment_ids) for f in features]
-        return trimmed, (contexts, examples, features)
+        ids = [_trimmed(f.input_ids, f.input_mask, f.segment_ids) for f in features]
+        return SquadWindows(ids, len(instances), starts, examples, features)
 
-    def answers(self, instances, state, outputs):
-        word_starts, examples, all_features = state
+    def answers(self, windows, outputs):
+        """One answer per instance from the network's `start_logits` and `end_logits` `[T]`
+        per window (data.squad.postprocess's choice, data.squad.answer_choice's rules)."""
         windows_of = collections.defaultdict(list)
-        for i, feature in enumerate(all_features):
+        for i, feature in enumerate(windows.features):
             windows_of[feature.example_index].append(i)
         answers = []
         with_negative = self.config["version_2_with_negative"]
-        for index, example in enumerate(examples):
+        for index, example in enumerate(windows.examples):
             mine = windows_of[index]
-            features = [all_features[i] for i in mine]
+            features = [windows.features[i] for i in mine]
             results = {
                 f.unique_id: RawResult(
                     f.unique_id, outputs[i]["start_logits"], outputs[i]["end_logits"]
@@ -222,42 +253,22 @@ class SquadTask:
             )
             answer = {"answer": text, "score": float(score)}
             if with_negative:
-                diff = null_score - score
-                if diff > self.config["null_score_diff_threshold"]:
+                unanswered, probability = no_answer(
+                    null_score, score if text else None, self.config["null_score_diff_threshold"]
+                )
+                if unanswered:
                     text = ""
-                answer.update(answer=text, no_answer_probability=float(1.0 / (1.0 + np.exp(-diff))))
-            begin, end = _characters(word_starts[index], example.doc_tokens, words, text)
+                answer.update(answer=text, no_answer_probability=probability)
+            begin, end = answer_characters(
+                windows.word_starts[index], example.doc_tokens, words, text
+            )
             answer.update(start_char=begin, end_char=end)
             answers.append(answer)
         return answers
 
 
-def _characters(word_starts, doc_tokens, words, answer):
-    """(first character, one past the last) of `answer` in the context, (-1, -1) without one.
-
-    The answer is text of the span's words joined by single spaces (get_final_text's
-    `orig_text`), so its offset there maps through each word's first character in the context
-    (`word_starts`)."""
-    if not answer or words is None:
-        return -1, -1
-    first, last = words
-    span = doc_tokens[first : last + 1]
-    at = " ".join(span).find(answer)
-    if at < 0:
-        return -1, -1
-    joined_starts = np.cumsum([0] + [len(w) + 1 for w in span[:-1]])
-
-    def to_context(offset):
-        k = int(np.searchsorted(joined_starts, offset, side="right")) - 1
-        return word_starts[first + k] + offset - int(joined_starts[k])
-
-    return to_context(at), to_context(at + len(answer) - 1) + 1
-
-
-class EncoderTask(ClassifierTask):
-    """Sentences (or pairs) in; the pooled output out."""
-
-    optional_keys = ("text_b",)
+class LiteEncoderIO(LiteClassifierIO):
+    """The encoder's sentences (or pairs) in; the pooled output out."""
 
     def __init__(self, config, tokenizer):
         config = {
@@ -268,21 +279,22 @@ class EncoderTask(ClassifierTask):
             "has_text_b": False,
         }
         super().__init__(config, tokenizer)
-        self.keys = ("text",)
+        self.keys = instance_keys("encoder")
 
     def _examples(self, instances):
         return [
-            InputExample(str(i), _text(x, "text"), _text(x, "text_b", False), "0")
-            for i, x in enumerate(instances)
+            InputExample(str(i), x["text"], x.get("text_b"), "0") for i, x in enumerate(instances)
         ]
 
-    def answers(self, instances, owners, outputs):
+    def answers(self, windows, outputs):
+        """One answer per instance from the network's `pooled_output` `[H]`."""
         return [{"pooled_output": [float(x) for x in o["pooled_output"]]} for o in outputs]
 
 
-TASKS = {
-    "classifier": ClassifierTask,
-    "ner": NerTask,
-    "squad": SquadTask,
-    "encoder": EncoderTask,
+# Each task's input and answer code, by the task serving.json names.
+LITE_IO = {
+    "classifier": LiteClassifierIO,
+    "ner": LiteNerIO,
+    "squad": LiteSquadIO,
+    "encoder": LiteEncoderIO,
 }

@@ -31,11 +31,11 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
+from serving.contract import MODEL_INPUTS
+from serving.exports.tokenizer_json import write_tokenizer_json
 from serving.lite_files import SERVING_CONFIG, TFLITE_MODEL
 from serving.native_logs import held_back_notices
-from serving.tokenizer_json import write_tokenizer_json
 
-_ID_NAMES = ("input_ids", "input_mask", "segment_ids")
 QUANTIZATIONS = ("none", "int8")
 
 
@@ -57,7 +57,7 @@ def _frozen_signature(task, model):
         convert_variables_to_constants_v2,
     )
 
-    spec = [tf.TensorSpec([None, None], tf.int32, name=name) for name in _ID_NAMES]
+    spec = [tf.TensorSpec([None, None], tf.int32, name=name) for name in MODEL_INPUTS]
 
     @tf.function(input_signature=spec)
     def serve(input_ids, input_mask, segment_ids):
@@ -132,7 +132,7 @@ def write_tflite_export(
         # Checked at load: a damaged weight passes TFLite's own structural check.
         "model_sha256": hashlib.sha256(flatbuffer).hexdigest(),
         "do_lower_case": bool(do_lower_case),
-        "inputs": list(_ID_NAMES),
+        "inputs": list(MODEL_INPUTS),
         **settings,
     }
     with open(os.path.join(temp_dir, SERVING_CONFIG), "w") as f:
@@ -147,7 +147,7 @@ def write_tflite_export(
 
 
 def lite_settings(run, root):
-    """What serving.json records for the answers (see serving.lite_tasks).
+    """What serving.json records for the answers (see serving.lite_io).
 
     Args:
         run: export_model.py's settings (`jobs.export_run.ExportRun`).

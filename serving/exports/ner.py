@@ -17,9 +17,8 @@ import tensorflow as tf
 
 from data.ner.records import ner_feature_spec
 from data.tokenization.fast_tokenizer import FastFullTokenizer
-from serving.windows import max_context_windows_graph, sliding_windows_graph
-
-_INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
+from serving.contract import MODEL_INPUTS, NER_WORD_SEPARATORS
+from serving.exports.windows import max_context_windows_graph, sliding_windows_graph
 
 
 class NerExport(tf.Module):
@@ -54,7 +53,7 @@ class NerExport(tf.Module):
         self.tag = tf.function(self._tag, input_signature=[tf.TensorSpec([None], tf.string)])
 
     def _words(self, text):
-        words = tf.strings.split(tf.strings.regex_replace(text, "[ \t\r\n]+", " "), sep=" ")
+        words = tf.strings.split(tf.strings.regex_replace(text, NER_WORD_SEPARATORS, " "), sep=" ")
         return tf.ragged.boolean_mask(words, tf.not_equal(words, ""))
 
     def _word_pieces(self, words):
@@ -122,7 +121,7 @@ class NerExport(tf.Module):
             }
 
         spec = ner_feature_spec(self.max_seq_length)
-        spec = {k: spec[k] for k in _INPUT_KEYS}
+        spec = {k: spec[k] for k in MODEL_INPUTS}
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
         def serve_examples(examples):
