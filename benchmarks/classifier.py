@@ -8,217 +8,120 @@ benchmarks/README.md ("Fine-tuning and prediction").
 
 import os
 import tempfile
-import time
 
 from benchmarks import harness
-from benchmarks.common import bert_config, timed_train, timed_train_config
+from benchmarks.common import (
+    NUM_LABELS,
+    bare_train_step,
+    bert_config,
+    fine_tuning_task,
+    records_reader,
+    timed_train,
+    timed_trainer,
+)
 from fileio.atomic import atomic_output
-
-NUM_LABELS = {"classifier": 2, "ner": 9}
 
 
 def write_features(path, n, seq, seed=0, task="classifier"):
     """`n` random features of varying length, written as run_classifier (or run_ner) does."""
     import numpy as np
 
-    if task == "ner":
-        from data.ner.features import NO_LABEL, NerWindow
-        from data.ner.records import write_ner_tfrecord
+    from data.glue.features import ClassifierFeatures
+    from data.glue.records import write_classifier_tfrecord
+    from data.ner.features import NO_LABEL, NerWindow
+    from data.ner.records import write_ner_tfrecord
 
-        rng = np.random.default_rng(seed)
-        windows = []
-        for _ in range(n):
-            length = int(rng.integers(seq // 2, seq + 1))
-            ids = np.zeros(seq, np.int64)
-            ids[:length] = rng.integers(1000, 30522, length)
+    rng, features = np.random.default_rng(seed), []
+    for _ in range(n):
+        length = int(rng.integers(seq // 2, seq + 1))
+        ids = np.zeros(seq, np.int64)
+        ids[:length] = rng.integers(1000, 30522, length)
+        mask = [1] * length + [0] * (seq - length)
+        if task == "ner":
             # About 3 of 4 pieces start a word and carry a tag; [CLS] and [SEP] none.
             labels = np.full(seq, NO_LABEL, np.int64)
             tagged = rng.random(length) < 0.75
             tagged[0] = tagged[length - 1] = False
             labels[:length][tagged] = rng.integers(0, NUM_LABELS["ner"], int(tagged.sum()))
-            windows.append(
-                NerWindow(
-                    ids.tolist(),
-                    [1] * length + [0] * (seq - length),
-                    [0] * seq,
-                    labels.tolist(),
-                    [],
-                )
-            )
-        write_ner_tfrecord(windows, path)
-        return
-
-    from data.glue.features import ClassifierFeatures
-    from data.glue.records import write_classifier_tfrecord
-
-    rng = np.random.default_rng(seed)
-    features = []
-    for _ in range(n):
-        length = int(rng.integers(seq // 2, seq + 1))
-        first = int(rng.integers(2, length - 1))
-        ids = np.zeros(seq, np.int64)
-        ids[:length] = rng.integers(1000, 30522, length)
-        features.append(
-            ClassifierFeatures(
-                ids.tolist(),
-                [1] * length + [0] * (seq - length),
-                [0] * first + [1] * (length - first) + [0] * (seq - length),
-                int(rng.integers(0, NUM_LABELS["classifier"])),
-            )
-        )
-    write_classifier_tfrecord(features, path, is_regression=False)
+            features.append(NerWindow(ids.tolist(), mask, [0] * seq, labels.tolist(), []))
+        else:
+            first = int(rng.integers(2, length - 1))
+            segments = [0] * first + [1] * (length - first) + [0] * (seq - length)
+            label = int(rng.integers(0, NUM_LABELS["classifier"]))
+            features.append(ClassifierFeatures(ids.tolist(), mask, segments, label))
+    if task == "ner":
+        write_ner_tfrecord(features, path)
+    else:
+        write_classifier_tfrecord(features, path, is_regression=False)
 
 
-def _dataset(args, batch, is_training, skip=0, batching=None):
-    from data.glue.records import classifier_dataset
-    from data.ner.records import ner_dataset
-
-    if args.task == "ner":
-        return ner_dataset(args.data, args.seq, batch, is_training, args.seed, skip, batching)
-    return classifier_dataset(
-        args.data,
-        args.seq,
-        False,
-        batch,
-        is_training,
-        seed=args.seed,
-        skip_batches=skip,
-        batching=batching,
-    )
-
-
-def _task(args, config):
-    from training.tasks import ClassifierTask, NerTask
-
-    task_class = NerTask if args.task == "ner" else ClassifierTask
-    return task_class(config, NUM_LABELS[args.task])
-
-
-def _bare_train_step(args, config):
-    """The bare training step (model, loss, clipping, update in one `tf.function`) and the
-    fixed batch it runs on."""
-    import keras
-    import tensorflow as tf
-
-    from modeling.optimization import create_optimizer
-
-    keras.utils.set_random_seed(args.seed)
-    task = _task(args, config)
-    model = task.build_model()
-    batch = next(iter(_dataset(args, args.batch, is_training=True)))
-    optimizer = create_optimizer(2e-5, 100000, 100)
-    optimizer.build(model.trainable_variables)
-
-    @tf.function(jit_compile=args.xla)
-    def step(features):
-        with tf.GradientTape() as tape:
-            aux = task.forward(features, training=True)
-            (weight,) = task.loss_weights(features)
-            (numerator,) = task.loss_numerators(aux)
-            loss = numerator / weight
-        grads = tape.gradient(loss, model.trainable_variables)
-        grads, _ = tf.clip_by_global_norm(grads, 1.0)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return loss
-
-    return step, batch
-
-
-def _bare_predict_step(args, config):
-    """The bare forward pass with the runner's outputs in one `tf.function`, and its batch."""
-    import keras
-    import tensorflow as tf
-
-    keras.utils.set_random_seed(args.seed)
-    task = _task(args, config)
-    task.build_model()
-    batch = next(iter(_dataset(args, args.predict_batch, is_training=False)))
-
-    @tf.function(jit_compile=args.xla)
-    def step(features):
-        # The runner's eval/predict outputs (the task's `prediction_outputs`).
-        return task.prediction_outputs(task.forward(features, training=False))["predictions"]
-
-    return step, batch
+def _reader(args, batch, training):
+    return records_reader(args.task, args.data, args.seq, batch, training, args.seed)
 
 
 def run_bare(args, config, train):
+    """The bare training step (`bare_train_step`) or forward pass with the runner's outputs
+    in one `tf.function`, on one fixed batch."""
+    import keras
     import tensorflow as tf
 
-    step, batch = (_bare_train_step if train else _bare_predict_step)(args, config)
-    batch_size = args.batch if train else args.predict_batch
-    steps = args.steps if train else args.predict_steps
+    keras.utils.set_random_seed(args.seed)
+    task = fine_tuning_task(args.task, config)
+    if train:
+        batch_size, steps, step = args.batch, args.steps, bare_train_step(task, args.xla, 2e-5)
+    else:
+        task.build_model()
+        batch_size, steps = args.predict_batch, args.predict_steps
+
+        @tf.function(jit_compile=args.xla)
+        def step(features):
+            # The runner's eval/predict outputs (the task's `prediction_outputs`).
+            return task.prediction_outputs(task.forward(features, training=False))["predictions"]
+
+    batch = next(iter(_reader(args, batch_size, train)()))
     for _ in range(args.warmup):
         step(batch)
-    start, start_cpu = time.perf_counter(), time.process_time()
+    clock = harness.Clock()
     for _ in range(steps):
         out = step(batch)
     tf.nest.map_structure(lambda t: t.numpy(), out)
-    examples = steps * batch_size
-    return examples / (time.perf_counter() - start), examples / (time.process_time() - start_cpu)
+    return clock.rates(steps * batch_size)
 
 
 def _trainer(args, config, num_steps):
-    import keras
-
-    from training.loop import Trainer
-    from training.strategy import create_strategy
-
-    strategy = create_strategy("one_device")
-    keras.utils.set_random_seed(args.seed)
-    return Trainer(
-        _task(args, config),
-        strategy,
-        # Every batch at full length, as the bare step it is compared with.
-        timed_train_config(
-            num_train_steps=num_steps,
-            num_warmup_steps=10,
-            train_batch_size=args.batch,
-            iterations_per_loop=args.iterations_per_loop,
-            use_xla=args.xla,
-            keep_checkpoint_max=5,
-            seed=args.seed,
-        ),
-    )
+    # Every batch at full length, as the bare step it is compared with.
+    return timed_trainer(
+        fine_tuning_task(args.task, config), args.seed, num_train_steps=num_steps,
+        num_warmup_steps=10, train_batch_size=args.batch, use_xla=args.xla,
+        iterations_per_loop=args.iterations_per_loop, keep_checkpoint_max=5,
+    )  # fmt: skip
 
 
 def run_train(args, config):
     trainer = _trainer(args, config, args.warmup + args.steps)
-    return timed_train(
-        trainer,
-        lambda skip, batching: _dataset(args, args.batch, True, skip, batching),
-        args.warmup,
-        args.batch,
-        with_cpu=True,
-    )
+    read = _reader(args, args.batch, True)
+    rates = timed_train(trainer, read, args.warmup, args.batch, with_cpu=True)
+    return dict(zip(("examples_per_s", "examples_per_cpu_s"), rates, strict=True))
 
 
 def run_predict(args, config):
     trainer = _trainer(args, config, 1)
-
+    read = _reader(args, args.predict_batch, False)
     # As run_classifier: the trainer's batching (input on background threads unless the
     # strategy is one CPU replica).
-    def batches(count):
-        return lambda batching: _dataset(args, args.predict_batch, False, 0, batching).take(count)
-
-    trainer.predict(batches(args.warmup))
-    start, start_cpu = time.perf_counter(), time.process_time()
-    outputs = trainer.predict(batches(args.predict_steps))
-    examples = len(outputs["predictions"])
-    return examples / (time.perf_counter() - start), examples / (time.process_time() - start_cpu)
+    trainer.predict(lambda batching: read(0, batching).take(args.warmup))
+    clock = harness.Clock()
+    outputs = trainer.predict(lambda batching: read(0, batching).take(args.predict_steps))
+    return clock.rates(len(outputs["predictions"]))
 
 
 def measure(args, peer):
     _write_records_once(args)
     config = bert_config(args.config)
     mode, args.xla = peer.options["mode"], peer.options["xla"]
-    if mode in ("bare_train", "bare_predict"):
-        rate, cpu_rate = run_bare(args, config, train=mode == "bare_train")
-    elif mode == "train":
-        rate, cpu_rate = run_train(args, config)
-    else:
-        rate, cpu_rate = run_predict(args, config)
-    return {"examples_per_s": rate, "examples_per_cpu_s": cpu_rate}
+    if mode.startswith("bare_"):
+        return run_bare(args, config, train=mode == "bare_train")
+    return (run_train if mode == "train" else run_predict)(args, config)
 
 
 def _write_records_once(args):

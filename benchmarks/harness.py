@@ -70,6 +70,59 @@ def seconds(key, unit="s"):
     return Metric(key, unit, False)
 
 
+def flags(**settings):
+    """A command line's `--name=value` per setting (`--name` alone for True; None and False
+    left out), in the order given."""
+    return [
+        f"--{k}" if v is True else f"--{k}={v}"
+        for k, v in settings.items()
+        if v not in (None, False)
+    ]
+
+
+def checkpoint_flags(folder, init=True):
+    """The flags of a model in Google's layout in `folder`: vocabulary, config and (`init`) its
+    `bert_model.ckpt` as --init_checkpoint."""
+    found = flags(vocab_file=f"{folder}/vocab.txt", bert_config_file=f"{folder}/bert_config.json")
+    return found + (flags(init_checkpoint=f"{folder}/bert_model.ckpt") if init else [])
+
+
+def threads_env(threads):
+    """The environment that gives a TensorFlow (and OpenMP) process `threads` compute threads."""
+    return {"TF_NUM_INTRAOP_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
+
+
+class Clock:
+    """Wall and process CPU seconds since it was made."""
+
+    def __init__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def elapsed(self):
+        """(wall seconds, CPU seconds)."""
+        return time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+    def rates(self, count, unit="examples"):
+        """`count` per wall second and per CPU second, as `<unit>_per_s` and `<unit>_per_cpu_s`."""
+        wall, cpu = self.elapsed()
+        return {f"{unit}_per_s": count / wall, f"{unit}_per_cpu_s": count / cpu}
+
+
+def time_calls(call, steps, warmup=0):
+    """Calls `call()` `warmup` times untimed, then `steps` times; returns the wall and the CPU
+    seconds of each timed call (two lists)."""
+    for _ in range(warmup):
+        call()
+    walls, cpus = [], []
+    for _ in range(steps):
+        clock = Clock()
+        call()
+        wall, cpu = clock.elapsed()
+        walls.append(wall)
+        cpus.append(cpu)
+    return walls, cpus
+
+
 def versions(names=_PACKAGES):
     """{distribution: installed version or None}."""
     found = {}

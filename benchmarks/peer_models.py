@@ -1,6 +1,10 @@
-"""The peers' models of `benchmarks.train_step` and `benchmarks.profile_step`: this project's,
-keras-hub's and Model Garden's BERT pre-training step or encoder call on one random batch.
+"""The peers' models: this project's, keras-hub's and Model Garden's BERT pre-training step or
+encoder call on one random batch (`benchmarks.train_step`, `benchmarks.profile_step`), and
+Model Garden's pre-training step as `benchmarks.pretraining_loop`'s `model_garden` peer runs
+it (`timed_run`).
 """
+
+import time
 
 import numpy as np
 
@@ -67,16 +71,21 @@ def _train(tf, jit, loss_fn, variables_fn, optimizer):
     return train_step
 
 
-def _weighted_mlm_loss(tf, cross_entropy, logits, ids, weights):
-    """sum(w * nll) / (sum(w) + 1e-5) over `[B, P, V]` logits, for the peers' own heads."""
-    nll = cross_entropy(ids, tf.cast(logits, tf.float32), from_logits=True)
-    return tf.reduce_sum(weights * nll) / (tf.reduce_sum(weights) + 1e-5)
+def _pretraining_loss(tf, cross_entropy, mlm_logits, nsp_logits, x):
+    """The peers' own heads' loss: sum(w * nll) / (sum(w) + 1e-5) over the masked positions'
+    `[B, P, V]` logits, plus the mean next-sentence cross-entropy."""
+    weights = tf.cast(x["masked_lm_weights"], tf.float32)
+    nll = cross_entropy(x["masked_lm_ids"], tf.cast(mlm_logits, tf.float32), from_logits=True)
+    labels = tf.reshape(x["next_sentence_labels"], [-1])
+    nsp = cross_entropy(labels, tf.cast(nsp_logits, tf.float32), from_logits=True)
+    return tf.reduce_sum(weights * nll) / (tf.reduce_sum(weights) + 1e-5) + tf.reduce_mean(nsp)
 
 
 def _ours(config, mode, jit, features):
     """This project's BertPretrainer and loss (train) or BertModel (infer)."""
     import tensorflow as tf
 
+    from benchmarks.common import task_loss
     from modeling import BertModel
     from modeling.optimization import create_optimizer
     from training.tasks import PretrainingTask
@@ -89,15 +98,8 @@ def _ours(config, mode, jit, features):
     # The product's model and loss (training/tasks.py), without the loop around them.
     task = PretrainingTask(config)
     model = task.build_model()
-
-    def loss():
-        terms = task.loss_numerators(task.forward(x, training=True))
-        weights = task.loss_weights(x)
-        return tf.add_n(
-            [n / (w + e) for n, w, e in zip(terms, weights, task.loss_epsilons, strict=True)]
-        )
-
     optimizer = create_optimizer(INIT_LR, TRAIN_STEPS, WARMUP_STEPS)
+    loss = lambda: task_loss(task, x)  # noqa: E731
     return _train(tf, jit, loss, lambda: model.trainable_variables, optimizer)
 
 
@@ -143,12 +145,7 @@ def _keras_hub(config, mode, jit, features):
     def step_loss():
         out = backbone(inputs, training=True)
         logits = mlm_head(out["sequence_output"], x["masked_lm_positions"])
-        mlm = _weighted_mlm_loss(
-            tf, cross_entropy, logits, x["masked_lm_ids"], x["masked_lm_weights"]
-        )
-        nsp_logits = nsp_head(out["pooled_output"])
-        labels = x["next_sentence_labels"]
-        return mlm + tf.reduce_mean(cross_entropy(labels, nsp_logits, from_logits=True))
+        return _pretraining_loss(tf, cross_entropy, logits, nsp_head(out["pooled_output"]), x)
 
     step_loss()  # Builds both heads before the variable list is taken.
     variables = (
@@ -212,33 +209,146 @@ def model_garden_pretrainer(config):
     return encoder, pretrainer
 
 
+def _model_garden_inputs(features):
+    return {
+        "input_word_ids": features["input_ids"],
+        "input_mask": features["input_mask"],
+        "input_type_ids": features["segment_ids"],
+        "masked_lm_positions": features["masked_lm_positions"],
+    }
+
+
+def _model_garden_loss(outputs, features, num_replicas=1):
+    """The pretrainer's loss, this replica's share: each replica's loss is its share of the
+    global mean, so the summed gradients are the gradient of the global batch."""
+    import tensorflow as tf
+    import tf_keras
+
+    cross_entropy = tf_keras.losses.sparse_categorical_crossentropy
+    logits = outputs["mlm_logits"], outputs["next_sentence"]
+    return _pretraining_loss(tf, cross_entropy, *logits, features) / num_replicas
+
+
 def _model_garden(config, mode, jit, features):
     """Model Garden's pretrainer with its own optimizer (tf_keras)."""
     import tensorflow as tf
-    import tf_keras
     from official.nlp import optimization
 
     encoder, pretrainer = model_garden_pretrainer(config)
     x = {k: tf.constant(v) for k, v in features.items()}
-    inputs = {
-        "input_word_ids": x["input_ids"],
-        "input_mask": x["input_mask"],
-        "input_type_ids": x["segment_ids"],
-    }
+    inputs = _model_garden_inputs(x)
     if mode == "infer":
+        inputs.pop("masked_lm_positions")
         return _infer(tf, jit, encoder, inputs)
 
-    pretrain_inputs = dict(inputs, masked_lm_positions=x["masked_lm_positions"])
-    cross_entropy = tf_keras.losses.sparse_categorical_crossentropy
-
-    def loss():
-        out = pretrainer(pretrain_inputs, training=True)
-        mlm = _weighted_mlm_loss(
-            tf, cross_entropy, out["mlm_logits"], x["masked_lm_ids"], x["masked_lm_weights"]
-        )
-        nsp_logits = tf.cast(out["next_sentence"], tf.float32)
-        labels = x["next_sentence_labels"]
-        return mlm + tf.reduce_mean(cross_entropy(labels, nsp_logits, from_logits=True))
-
+    loss = lambda: _model_garden_loss(pretrainer(inputs, training=True), x)  # noqa: E731
     optimizer = optimization.create_optimizer(INIT_LR, TRAIN_STEPS, WARMUP_STEPS)
     return _train(tf, jit, loss, lambda: pretrainer.trainable_variables, optimizer)
+
+
+def _model_garden_build(config, strategy, precision, features):
+    """The pretrainer, its optimizer and the variables it trains, built under `strategy` on
+    one batch `features`."""
+    import tensorflow as tf
+    import tf_keras
+    from official.nlp import optimization
+
+    tf_keras.mixed_precision.set_global_policy(precision)
+    with strategy.scope():
+        _, pretrainer = model_garden_pretrainer(config)
+        # Variables are made here, eagerly: a mirrored strategy cannot create them per replica
+        # inside the compiled step.
+        pretrainer(_model_garden_inputs(features), training=False)
+        optimizer = optimization.create_optimizer(INIT_LR, 100000, WARMUP_STEPS)
+        if precision == "mixed_float16":
+            optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+    # The NSP head has its own pooling dense, so the encoder's pooler gets no gradient; it is
+    # left out of the step as in Model Garden's own training.
+    probe = {k: v[:1] for k, v in features.items()}
+    with tf.GradientTape() as tape:
+        loss = _model_garden_loss(pretrainer(_model_garden_inputs(probe), training=True), probe)
+    grads = tape.gradient(loss, pretrainer.trainable_variables)
+    tvars = [v for g, v in zip(grads, pretrainer.trainable_variables, strict=True) if g is not None]
+    return pretrainer, optimizer, tvars
+
+
+def model_garden_train_steps(config, strategy, precision, use_xla, features):
+    """Builds Model Garden's pretrainer and returns `train_steps(iterator, num_steps) -> loss`
+    with the same TFRecords, input pipeline, precision, strategy, clipping and optimizer
+    settings as ours.
+
+    Args:
+        config: a `BertConfig` (sizes and dropout).
+        strategy: a `tf.distribute.Strategy`.
+        precision: "float32", "mixed_float16" or "mixed_bfloat16".
+        use_xla: compile as the `Trainer` does with `--use_xla`.
+        features: one per-replica batch of the pretraining features (builds the variables).
+    """
+    import tensorflow as tf
+
+    pretrainer, optimizer, tvars = _model_garden_build(config, strategy, precision, features)
+    replicas = strategy.num_replicas_in_sync
+    float16 = precision == "mixed_float16"
+
+    def loss_and_grads(batch):
+        with tf.GradientTape() as tape:
+            outputs = pretrainer(_model_garden_inputs(batch), training=True)
+            loss = _model_garden_loss(outputs, batch, replicas)
+            scaled = optimizer.get_scaled_loss(loss) if float16 else loss
+        return loss, tape.gradient(scaled, tvars)
+
+    def apply(loss, grads):
+        if float16:
+            grads = optimizer.get_unscaled_gradients(grads)
+        # Model Garden's recipe: apply_gradients clips, all-reduces and updates.
+        optimizer.apply_gradients(zip(grads, tvars, strict=True))
+        return loss
+
+    if use_xla and replicas == 1 and not float16:
+        step_fn = tf.function(lambda batch: apply(*loss_and_grads(batch)), jit_compile=True)
+    else:
+        compiled = tf.function(loss_and_grads, jit_compile=True) if use_xla else loss_and_grads
+
+        def step_fn(batch):
+            return apply(*compiled(batch))
+
+    @tf.function(jit_compile=False)
+    def train_steps(iterator, num_steps):
+        loss = tf.constant(0.0)
+        for _ in tf.range(num_steps):
+            per_replica = strategy.run(step_fn, args=(next(iterator),))
+            loss = strategy.experimental_local_results(per_replica)[0]
+        return loss
+
+    return train_steps
+
+
+def timed_run(config, strategy, args, dataset_fn):
+    """Trains Model Garden's pretrainer `args.warmup + args.steps` steps; returns (global
+    examples/s, first call s).
+
+    Timed from the end of the call that completes `args.warmup` steps to the end of the last,
+    `args.iterations_per_loop` steps per call (the first call traces and compiles).
+    """
+    import tensorflow as tf
+
+    from training.distributed_input import whole_batches
+
+    iterator = whole_batches(strategy, dataset_fn, is_training=True)
+    first = next(iter(dataset_fn(None)))
+    per_replica = {k: v[: args.batch // strategy.num_replicas_in_sync] for k, v in first.items()}
+    start = time.perf_counter()
+    train_steps = model_garden_train_steps(config, strategy, args.precision, args.xla, per_replica)
+    per_call = tf.constant(args.iterations_per_loop)
+    done, timed_from, first_call = 0, None, None
+    while done < args.warmup + args.steps:
+        loss = float(train_steps(iterator, per_call))
+        done += args.iterations_per_loop
+        if first_call is None:
+            first_call = time.perf_counter() - start
+        if done >= args.warmup and timed_from is None:
+            timed_from, timed_step = time.perf_counter(), done
+    if not tf.math.is_finite(loss):
+        raise FloatingPointError(f"Model Garden's loss is {loss}.")
+    rate = (done - timed_step) * args.batch / (time.perf_counter() - timed_from)
+    return rate, first_call

@@ -80,18 +80,18 @@ def write_data(args, data):
 
 def runner(args, model, data):
     """The runner's command line shared by fine-tuning and every prediction."""
-    if args.task == "classifier":
-        flags = ["run_classifier.py", "--task_name=SST-2", "--max_seq_length=128"]
-        flags += ["--predict_batch_size=32", f"--data_dir={data}"]
-    elif args.task == "ner":
-        flags = ["run_ner.py", "--max_seq_length=128", "--predict_batch_size=32"]
-        flags.append(f"--data_dir={data}")
-    else:
-        flags = ["run_squad.py", f"--train_file={_TESTDATA}/squad/train-v1.1.json"]
-        flags += [f"--predict_file={data}/predict.json", "--predict_batch_size=32"]
-        flags += ["--max_seq_length=384", "--doc_stride=128"]
-    flags += [f"--vocab_file={model}/vocab.txt", f"--bert_config_file={model}/bert_config.json"]
-    return [sys.executable, *flags, "--do_lower_case=true"]  # MiniLM is uncased
+    flags = {
+        "classifier": dict(task_name="SST-2", max_seq_length=128, data_dir=data),
+        "ner": dict(max_seq_length=128, data_dir=data),
+        "squad": dict(
+            train_file=f"{_TESTDATA}/squad/train-v1.1.json",
+            predict_file=f"{data}/predict.json",
+            max_seq_length=384,
+            doc_stride=128,
+        ),  # fmt: skip
+    }[args.task]
+    flags = harness.flags(**flags, predict_batch_size=32, do_lower_case="true")  # MiniLM is uncased
+    return [sys.executable, f"run_{args.task}.py", *flags, *harness.checkpoint_flags(model, False)]
 
 
 def fine_tune(args, model, command):
@@ -107,11 +107,9 @@ def fine_tune(args, model, command):
             # 128-piece windows some context in common.
             cmd += ["--max_seq_length=128", "--doc_stride=30"]
         _run(cmd)
-    newest = max(
-        glob.glob(os.path.join(out, "model.ckpt-*.index")),
-        key=lambda p: int(p.split("-")[-1].split(".")[0]),
-    )
-    return newest.removesuffix(".index")
+    from modeling.checkpoint_files import resolve_checkpoint_path
+
+    return resolve_checkpoint_path(out)
 
 
 def predict(args, command, checkpoint, precision, out):

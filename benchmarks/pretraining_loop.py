@@ -15,6 +15,7 @@ from benchmarks import harness
 from benchmarks.common import (
     CONFIGS,
     VOCAB,
+    bare_train_step,
     bert_config,
     device_memory,
     device_name,
@@ -81,39 +82,19 @@ def _dataset_fn(args):
 
 def run_bare(args, config):
     import keras
-    import tensorflow as tf
 
-    from modeling.optimization import create_optimizer
     from training.tasks import PretrainingTask
 
     keras.mixed_precision.set_global_policy(args.precision)
-    task = PretrainingTask(config)
-    model = task.build_model()
-    optimizer = create_optimizer(1e-4, 100000, 100)
-    optimizer.build(model.trainable_variables)
+    step = bare_train_step(PretrainingTask(config), args.xla, 1e-4)
     batch = next(iter(_dataset_fn(args)(0, None)))
-
-    @tf.function(jit_compile=args.xla)
-    def step(features):
-        with tf.GradientTape() as tape:
-            aux = task.forward(features, training=True)
-            weights = task.loss_weights(features)
-            terms = task.loss_numerators(aux)
-            loss = tf.add_n(
-                [n / (w + e) for n, w, e in zip(terms, weights, task.loss_epsilons, strict=True)]
-            )
-        grads = tape.gradient(loss, model.trainable_variables)
-        grads, _ = tf.clip_by_global_norm(grads, 1.0)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return loss
-
     for _ in range(args.warmup):
         float(step(batch))
-    start = time.perf_counter()
+    clock = harness.Clock()
     for _ in range(args.steps):
         loss = step(batch)
     float(loss)
-    return args.steps * args.batch / (time.perf_counter() - start)
+    return args.steps * args.batch / clock.elapsed()[0]
 
 
 def accumulation_steps(args, config, strategy):
@@ -187,7 +168,7 @@ def measure(args, peer):
             rate = run_loop(args, config, strategy, marks)
             first_call = marks[0][1] - start if marks else None
         else:
-            from benchmarks.model_garden_pretraining import timed_run
+            from benchmarks.peer_models import timed_run
 
             dataset_fn = _dataset_fn(args)
             rate, first_call = timed_run(config, strategy, args, lambda b: dataset_fn(0, b))

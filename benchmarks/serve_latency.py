@@ -72,16 +72,8 @@ def _instances(path, keys, count):
 
 
 def _start(args, options, log):
-    command = [
-        sys.executable,
-        os.path.join(harness.REPO, "serve.py"),
-        f"--model={args.model}",
-        "--port=0",
-        f"--max_batch_size={options['max_batch_size']}",
-        f"--batch_timeout_ms={options['batch_timeout_ms']}",
-    ]
-    if args.num_threads:
-        command.append(f"--num_threads={args.num_threads}")
+    command = [sys.executable, "serve.py", f"--model={args.model}", "--port=0"]
+    command += harness.flags(**options, num_threads=args.num_threads)
     process = subprocess.Popen(command, cwd=harness.REPO, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 600
     while time.time() < deadline:
@@ -94,6 +86,15 @@ def _start(args, options, log):
         time.sleep(0.1)
     process.kill()
     raise RuntimeError("serve.py did not start within 600 s.")
+
+
+def _get(address, path):
+    connection = http.client.HTTPConnection(address, timeout=60)
+    connection.request("GET", path)
+    try:
+        return json.loads(connection.getresponse().read())
+    finally:
+        connection.close()
 
 
 def _client(address, bodies, latencies, errors):
@@ -136,21 +137,14 @@ def measure(args, peer):
     with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as log:
         process, address = _start(args, peer.options, log)
     try:
-        connection = http.client.HTTPConnection(address, timeout=60)
-        connection.request("GET", "/v1/metadata")
-        metadata = json.loads(connection.getresponse().read())
-        connection.close()
+        metadata = _get(address, "/v1/metadata")
         keys = metadata["instance_keys"]["required"]
         instances = _instances(args.sentences, keys, args.warmup + args.requests)
         bodies = [json.dumps(x).encode("utf-8") for x in instances]
         _run_clients(address, bodies[: args.warmup], args.concurrency)
-        connection = http.client.HTTPConnection(address, timeout=60)
-        connection.request("GET", "/v1/stats")
-        before = json.loads(connection.getresponse().read())
+        before = _get(address, "/v1/stats")
         latencies, wall = _run_clients(address, bodies[args.warmup :], args.concurrency)
-        connection.request("GET", "/v1/stats")
-        after = json.loads(connection.getresponse().read())
-        connection.close()
+        after = _get(address, "/v1/stats")
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)

