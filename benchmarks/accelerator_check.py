@@ -185,14 +185,12 @@ def _fmt(value, spec):
 
 def table(rows, args):
     """The results as one Markdown table, with its notes."""
-    head = "| model | phase | seq | precision | XLA | peer | batch/GPU | seq/s/GPU | TFLOP/s/GPU"
-    head += " | MFU | ours/MG | peak GiB | 1st call s | status |"
-    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     measured = {
         (r["config"], r["phase"], r["precision"], r["xla"], r["peer"]): r
         for r in rows
         if r["status"] == "ok"
     }
+    cells = []
     for r in rows:
         ok = r["status"] == "ok"
         peer = measured.get((r["config"], r["phase"], r["precision"], r["xla"], "model_garden"))
@@ -202,17 +200,16 @@ def table(rows, args):
         status = r["status"] + (f", {r['note']}" if r.get("note") else "")
         if r["status"] == "error":
             status = "error: " + r.get("error", "")[:80]
-        figures = [
-            ("seq_per_s_per_gpu", ",.1f"),
-            ("tflops_per_gpu", ".1f"),
-            ("mfu", ".1%"),
-        ]
-        cells = [r["config"], r["phase"], r["seq"], r["precision"], "yes" if r["xla"] else "no"]
-        cells += [r["peer"], r["batch"]]
-        cells += [_fmt(r.get(key) if ok else None, spec) for key, spec in figures]
-        cells += [_fmt(ratio, ".2f"), _fmt(r.get("peak_memory_gib") if ok else None, ".1f")]
-        cells += [_fmt(r.get("first_call_s") if ok else None, ".0f"), status]
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+        figures = [("seq_per_s_per_gpu", ",.1f"), ("tflops_per_gpu", ".1f"), ("mfu", ".1%")]
+        figures += [("ratio", ".2f"), ("peak_memory_gib", ".1f"), ("first_call_s", ".0f")]
+        found = {**r, "ratio": ratio} if ok else {}
+        cells.append(
+            [r["config"], r["phase"], r["seq"], r["precision"], "yes" if r["xla"] else "no"]
+            + [r["peer"], r["batch"], *(_fmt(found.get(k), spec) for k, spec in figures), status]
+        )
+    header = ["model", "phase", "seq", "precision", "XLA", "peer", "batch/GPU", "seq/s/GPU"]
+    header += ["TFLOP/s/GPU", "MFU", "ours/MG", "peak GiB", "1st call s", "status"]
+    lines = [harness.table(header, cells)]
     lines.append("")
     lines.append(
         f"MFU: model TFLOP/s per GPU over {args.peak_tflops:g} TFLOP/s (--peak_tflops, the dense "

@@ -12,7 +12,7 @@ import random
 import tempfile
 
 from benchmarks import harness
-from benchmarks.common import CONFIGS, bert_config, timed_train_config
+from benchmarks.common import CONFIGS, bert_config, fine_tuning_task, records_reader, timed_trainer
 from benchmarks.datasets import minilm_vocab
 
 
@@ -77,32 +77,25 @@ def run_export(args, texts, padding):
 def run_runner(args, texts, padding):
     from data.glue.features import convert_examples_to_features
     from data.glue.processor_base import InputExample
-    from data.glue.records import classifier_dataset, write_classifier_tfrecord
+    from data.glue.records import write_classifier_tfrecord
     from data.tokenization.full_tokenizer import FullTokenizer
     from modeling.config import BertConfig
-    from training.loop import Trainer
-    from training.strategy import create_strategy
-    from training.tasks import ClassifierTask
 
     config = BertConfig.from_json_file(os.path.join(args.work_dir, "bert_config.json"))
     out_dir = tempfile.mkdtemp(prefix="export_benchmark_runner_")
-    settings = timed_train_config(
-        output_dir=out_dir, num_train_steps=None, num_warmup_steps=None,
-        train_batch_size=args.batch, init_checkpoint=f"{args.work_dir}/ckpt/model.ckpt",
-        seed=args.seed, pad_to_max_seq_length=padding == "pad",
+    trainer = timed_trainer(
+        fine_tuning_task("classifier", config), args.seed, output_dir=out_dir,
+        num_train_steps=None, num_warmup_steps=None, train_batch_size=args.batch,
+        init_checkpoint=f"{args.work_dir}/ckpt/model.ckpt", pad_to_max_seq_length=padding == "pad",
     )  # fmt: skip
-    trainer = Trainer(ClassifierTask(config, 2), create_strategy("one_device"), settings)
     tokenizer = FullTokenizer(minilm_vocab(), do_lower_case=True)
 
     def predict(examples, name):
         features = convert_examples_to_features(examples, ["0", "1"], args.seq, tokenizer)
         path = os.path.join(out_dir, f"{name}.tf_record")
         write_classifier_tfrecord(features, path)
-        return trainer.predict(
-            lambda batching: classifier_dataset(
-                path, args.seq, False, args.batch, False, batching=batching
-            )
-        )["predictions"]
+        read = records_reader("classifier", path, args.seq, args.batch, False, args.seed)
+        return trainer.predict(lambda batching: read(0, batching))["predictions"]
 
     examples = [InputExample(f"test-{i}", t, None, "0") for i, t in enumerate(texts)]
     predict(examples[: args.warmup * args.batch], "warmup")

@@ -234,9 +234,8 @@ def interleave(module, argv, peers, rounds, timeout=None, log=print):
                 for k, v in result.items()
                 if isinstance(v, float) and k != "load_before"
             )
-            log(
-                f"round {round_index + 1}/{rounds} {peer.name}: {numbers} [{time.time() - start:.0f} s]"
-            )
+            elapsed = time.time() - start
+            log(f"round {round_index + 1}/{rounds} {peer.name}: {numbers} [{elapsed:.0f} s]")
     return runs
 
 
@@ -270,16 +269,23 @@ def _ratio(value, base):
     return value / median if median else None
 
 
+def table(header, rows):
+    """A Markdown table of `header` (column names) and `rows` (lists of cells)."""
+    lines = ["| " + " | ".join(map(str, cells)) + " |" for cells in [header, *rows]]
+    return "\n".join([lines[0], "|" + "---|" * len(header), *lines[1:]])
+
+
 def markdown(rows):
     """The summary as one Markdown table."""
-    lines = ["| metric | peer | median | × baseline | best | runs |", "|---|---|---|---|---|---|"]
-    for row in rows:
-        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f} ({row['baseline']})"
-        lines.append(
-            f"| {row['metric']} ({row['unit']}) | {row['peer']} | {row['median']:.4g} | "
-            f"{ratio} | {row['best']:.4g} | {row['runs']} |"
-        )
-    return "\n".join(lines)
+    return table(
+        ["metric", "peer", "median", "× baseline", "best", "runs"],
+        [
+            [f"{r['metric']} ({r['unit']})", r["peer"], f"{r['median']:.4g}",
+             "-" if r["ratio"] is None else f"{r['ratio']:.2f} ({r['baseline']})",
+             f"{r['best']:.4g}", r["runs"]]
+            for r in rows
+        ],
+    )  # fmt: skip
 
 
 def main(module, argv=None):

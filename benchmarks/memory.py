@@ -8,10 +8,9 @@ estimate beside the measured peak; see benchmarks/README.md ("Memory").
 import os
 import resource
 import tempfile
-import time
 
 from benchmarks import harness
-from benchmarks.common import bert_config, device_memory, device_name
+from benchmarks.common import bert_config, device_memory, device_name, timed_trainer
 from fileio.atomic import atomic_output
 
 CONFIG_NAMES = ("base", "large")
@@ -31,15 +30,12 @@ def _rss_bytes():
 
 
 def measure(args, peer):
-    import keras
     import tensorflow as tf
 
-    from benchmarks.common import timed_train_config
     from benchmarks.pretraining_loop import write_records
     from data.records import input_pipeline
     from training import memory_plan
     from training.distributed_input import whole_batches
-    from training.loop import Trainer
     from training.strategy import create_strategy
     from training.tasks import PretrainingTask
 
@@ -51,18 +47,10 @@ def measure(args, peer):
             write_records(temp, 64, args.seq, args.preds)
     config = bert_config(name)
     strategy = create_strategy("one_device")
-    keras.utils.set_random_seed(1)
-    trainer = Trainer(
-        PretrainingTask(config),
-        strategy,
-        timed_train_config(
-            num_train_steps=10**6,
-            num_warmup_steps=100,
-            train_batch_size=batch,
-            precision=precision,
-            gradient_checkpointing=mode == "checkpointing",
-        ),
-    )
+    trainer = timed_trainer(
+        PretrainingTask(config), 1, strategy, num_train_steps=10**6, num_warmup_steps=100,
+        train_batch_size=batch, precision=precision, gradient_checkpointing=mode == "checkpointing",
+    )  # fmt: skip
     iterator = whole_batches(
         strategy,
         lambda batching: input_pipeline.pretraining_dataset(
@@ -73,14 +61,13 @@ def measure(args, peer):
     )
     before = _rss_bytes()
     device_memory(reset=True)
-    times, cpu_times = [], []
-    for i in range(args.warmup + args.steps):
-        start, cpu = time.perf_counter(), time.process_time()
-        loss = float(trainer._train_steps(iterator, tf.constant(1)))
-        if i >= args.warmup:
-            times.append(time.perf_counter() - start)
-            cpu_times.append(time.process_time() - cpu)
-    peak = _peak_bytes()
+    losses = []
+    times, cpu_times = harness.time_calls(
+        lambda: losses.append(float(trainer._train_steps(iterator, tf.constant(1)))),
+        args.steps,
+        args.warmup,
+    )
+    loss, peak = losses[-1], _peak_bytes()
     device = "gpu" if device_memory() is not None else "cpu"
     guess = memory_plan.estimate(
         config, args.seq, precision, mode == "checkpointing", args.preds, device=device

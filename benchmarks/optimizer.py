@@ -11,7 +11,6 @@ import math
 import os
 import statistics
 import tempfile
-import time
 
 from benchmarks import harness
 from benchmarks.common import bert_config
@@ -101,13 +100,8 @@ def measure(args, peer):
     for _ in range(args.warmup):
         step()
     variables[0].numpy()
-    times, cpu = [], []
-    for _ in range(args.steps):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        step()
-        variables[-1].numpy()  # reading a variable waits for the update
-        times.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
+    # Reading a variable waits for the update.
+    times, cpu = harness.time_calls(lambda: (step(), variables[-1].numpy()), args.steps)
     return {
         "ms": statistics.median(times) * 1e3,
         "cpu_ms": statistics.median(cpu) * 1e3,

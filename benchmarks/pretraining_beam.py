@@ -7,63 +7,29 @@ sequential step; see benchmarks/README.md ("On Apache Beam").
         --beam_python .venv-beam/bin/python --rounds 3
 """
 
-import hashlib
 import os
 import sys
-import tempfile
 import time
 
 from benchmarks import harness, pretraining_data
-from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
-
-
-def _write_corpus(args, directory):
-    """Writes `--scale` copies of the corpus as `--files` files cut at article ends."""
-    with open(corpus_path(args), "rb") as f:
-        articles = (f.read() * args.scale).split(b"\n\n")
-    per_file = -(-len(articles) // args.files)
-    paths = []
-    for index in range(args.files):
-        path = os.path.join(directory, f"corpus_{index:03d}.txt")
-        with open(path, "wb") as f:
-            f.write(b"\n\n".join(articles[index * per_file : (index + 1) * per_file]))
-        paths.append(path)
-    return paths
-
-
-def _digest(paths):
-    digest = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as f:
-            digest.update(f.read())
-    return digest.hexdigest()[:16]
-
-
-def _measure_plan(paths):
-    from data.pretraining import fast
-
-    start, cpu = time.perf_counter(), time.process_time()
-    shards = sum(1 for _ in fast.iter_shard_spans(paths))
-    wall = time.perf_counter() - start
-    return {"wall_s": wall, "cpu_s": time.process_time() - cpu, "shards": shards}
+from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments
 
 
 def measure(args, peer):
+    if peer.name != "plan":
+        return pretraining_data.measure(args, peer, args.files, args.outputs)
+    import tempfile
+
+    from data.pretraining import fast
+
     with tempfile.TemporaryDirectory() as work:
-        paths = _write_corpus(args, work)
+        paths = pretraining_data.write_corpus(args, work, args.files)
         corpus_mb = sum(os.path.getsize(path) for path in paths) / 1e6
-        if peer.name == "plan":
-            result = _measure_plan(paths)
-        else:
-            outputs = [os.path.join(work, f"out_{i}.tfrecord") for i in range(args.outputs)]
-            command = [
-                peer.options["python"], "create_pretraining_data.py", *peer.options["flags"],
-                f"--input_file={work}/corpus_*.txt", f"--output_file={','.join(outputs)}",
-                f"--vocab_file={args.vocab_file}", *pretraining_data.FLAGS,
-            ]  # fmt: skip
-            result = pretraining_data.run_and_watch(command)
-            result["output_digest"] = _digest(outputs)
-    return {**result, "mb_per_s": corpus_mb / result["wall_s"], "corpus_mb": corpus_mb}
+        start, cpu = time.perf_counter(), time.process_time()
+        shards = sum(1 for _ in fast.iter_shard_spans(paths))
+        wall = time.perf_counter() - start
+    result = {"wall_s": wall, "cpu_s": time.process_time() - cpu, "shards": shards}
+    return {**result, "mb_per_s": corpus_mb / wall, "corpus_mb": corpus_mb}
 
 
 def peers(args):
@@ -71,15 +37,12 @@ def peers(args):
     if not (args.beam_python and os.path.isfile(args.beam_python)):
         sys.exit("--beam_python: the interpreter of requirements-beam.txt's environment.")
     env = {"CUDA_VISIBLE_DEVICES": ""}
-    beam = os.path.abspath(args.beam_python)
+    beam, script = os.path.abspath(args.beam_python), "create_pretraining_data.py"
+    beam_2 = ["--beam", "--num_workers=2"]
     return [
-        harness.Peer(
-            "fast", env=env, options={"python": sys.executable, "flags": ["--num_workers=2"]}
-        ),
-        harness.Peer("beam_1", env=env, options={"python": beam, "flags": ["--beam"]}),
-        harness.Peer(
-            "beam_2", env=env, options={"python": beam, "flags": ["--beam", "--num_workers=2"]}
-        ),
+        harness.Peer("fast", env=env, options={"script": [script, "--num_workers=2"]}),
+        harness.Peer("beam_1", env=env, options={"python": beam, "script": [script, "--beam"]}),
+        harness.Peer("beam_2", env=env, options={"python": beam, "script": [script, *beam_2]}),
         harness.Peer("plan", baseline="plan", env=env),
     ]
 

@@ -7,6 +7,7 @@ memory. See benchmarks/README.md ("Pre-training data").
     python -m benchmarks.pretraining_data --wheel ... --scale 16 --skip_original --only fast
 """
 
+import hashlib
 import os
 import re
 import subprocess
@@ -85,18 +86,34 @@ def run_and_watch(command):
     }
 
 
-def measure(args, peer):
+def write_corpus(args, directory, files=1):
+    """Writes `--scale` copies of the corpus as `files` files `corpus_NNN.txt` in `directory`,
+    cut at article ends; returns their paths."""
     with open(corpus_path(args), "rb") as f:
-        text = f.read()
+        articles = (f.read() * args.scale).split(b"\n\n")
+    per_file, paths = -(-len(articles) // files), []
+    for index in range(files):
+        paths.append(os.path.join(directory, f"corpus_{index:03d}.txt"))
+        with open(paths[-1], "wb") as f:
+            f.write(b"\n\n".join(articles[index * per_file : (index + 1) * per_file]))
+    return paths
+
+
+def measure(args, peer, files=1, outputs=1):
+    """create_pretraining_data (`peer.options`: its interpreter, script and flags) on `files`
+    input files, writing `outputs` files, and the digest of what it wrote."""
     with tempfile.TemporaryDirectory() as work:
-        corpus = os.path.join(work, "corpus.txt")
-        with open(corpus, "wb") as f:
-            f.write(text * args.scale)
-        command = [sys.executable, *peer.options["script"], f"--output_file={work}/out.tfrecord"]
-        command += [f"--input_file={corpus}", f"--vocab_file={args.vocab_file}", *FLAGS]
-        result = run_and_watch(command)
-    corpus_mb = len(text) * args.scale / 1e6
-    return {**result, "mb_per_s": corpus_mb / result["wall_s"], "corpus_mb": corpus_mb}
+        corpus_mb = sum(os.path.getsize(p) for p in write_corpus(args, work, files)) / 1e6
+        written = [os.path.join(work, f"out_{i}.tfrecord") for i in range(outputs)]
+        command = [peer.options.get("python", sys.executable), *peer.options["script"]]
+        command += [f"--input_file={work}/corpus_*.txt", f"--output_file={','.join(written)}"]
+        result = run_and_watch([*command, f"--vocab_file={args.vocab_file}", *FLAGS])
+        digest = hashlib.sha256()
+        for path in written:
+            with open(path, "rb") as f:
+                digest.update(f.read())
+    result.update(mb_per_s=corpus_mb / result["wall_s"], corpus_mb=corpus_mb)
+    return {**result, "output_digest": digest.hexdigest()[:16]}
 
 
 def peers(args):

@@ -20,8 +20,10 @@ from benchmarks.common import (
     device_memory,
     device_name,
     timed_train,
-    timed_train_config,
+    timed_trainer,
 )
+from benchmarks.peer_models import make_inputs
+from benchmarks.tiny_fixtures import write_examples
 from fileio.atomic import atomic_output
 
 
@@ -37,32 +39,10 @@ def train_flops_per_example(config, seq, preds):
 
 
 def write_records(path, n, seq, preds, seed=0):
-    """`n` random full-length pre-training examples with `preds` masked positions each."""
-    import numpy as np
-    import tensorflow as tf
-
-    rng = np.random.default_rng(seed)
-
-    def ints(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
-
-    with tf.io.TFRecordWriter(path) as writer:
-        for _ in range(n):
-            positions = np.sort(rng.choice(np.arange(1, seq), preds, replace=False))
-            feature = {
-                "input_ids": ints(rng.integers(1000, VOCAB, seq)),
-                "input_mask": ints([1] * seq),
-                "segment_ids": ints([0] * (seq // 2) + [1] * (seq - seq // 2)),
-                "masked_lm_positions": ints(positions),
-                "masked_lm_ids": ints(rng.integers(1000, VOCAB, preds)),
-                "masked_lm_weights": tf.train.Feature(
-                    float_list=tf.train.FloatList(value=[1.0] * preds)
-                ),
-                "next_sentence_labels": ints([int(rng.integers(0, 2))]),
-            }
-            writer.write(
-                tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
-            )
+    """`n` random full-length pre-training examples with `preds` masked positions each
+    (`peer_models.make_inputs`)."""
+    features = make_inputs(n, seq, preds, VOCAB, seed)
+    write_examples(path, ({k: v[i] for k, v in features.items()} for i in range(n)))
 
 
 def _dataset_fn(args):
@@ -115,29 +95,16 @@ def accumulation_steps(args, config, strategy):
 
 
 def run_loop(args, config, strategy, marks):
-    import keras
-
-    from training.loop import Trainer
     from training.tasks import PretrainingTask
 
-    keras.utils.set_random_seed(1)
     args.accumulation = accumulation_steps(args, config, strategy)
-    trainer = Trainer(
-        PretrainingTask(config),
-        strategy,
-        timed_train_config(
-            num_train_steps=args.warmup + args.steps,
-            num_warmup_steps=100,
-            learning_rate=1e-4,
-            train_batch_size=args.batch,
-            iterations_per_loop=args.iterations_per_loop,
-            precision=args.precision,
-            use_xla=args.xla,
-            keep_checkpoint_max=5,
-            num_accumulation_steps=args.accumulation,
-            gradient_checkpointing=args.gradient_checkpointing,
-        ),
-    )
+    trainer = timed_trainer(
+        PretrainingTask(config), 1, strategy, num_train_steps=args.warmup + args.steps,
+        num_warmup_steps=100, learning_rate=1e-4, train_batch_size=args.batch,
+        iterations_per_loop=args.iterations_per_loop, precision=args.precision,
+        use_xla=args.xla, keep_checkpoint_max=5, num_accumulation_steps=args.accumulation,
+        gradient_checkpointing=args.gradient_checkpointing,
+    )  # fmt: skip
     # The closing checkpoint is written after the timed window; skipping it saves seconds to
     # minutes of disk writes per run (BERT-large with its Adam slots is about 4 GB).
     trainer.checkpointer.save = lambda step: None

@@ -126,18 +126,16 @@ def compare(args):
 def table(result):
     """The result as a Markdown table."""
     columns = ["f1", "precision", "recall"] if result["task"] == "ner" else ["f1", "exact_match"]
-    lines = [
-        "| answers | " + " | ".join(columns) + " | identical to float32 (%) | seconds |",
-        "|---" * (len(columns) + 3) + "|",
-    ]
-    for name, row in result["rows"].items():
-        seconds = f"{row['seconds']:.1f}" if "seconds" in row else "-"
-        values = " | ".join(f"{row[c]:.2f}" for c in columns)
-        lines.append(f"| {name} | {values} | {row['identical_to_float32']:.2f} | {seconds} |")
-    lines.append(
-        f"\n{result['items']} items; int8 - float32 F1: {result['f1_gap_int8_minus_float32']:+.2f}"
+    rows = [
+        [name, *(f"{row[c]:.2f}" for c in columns), f"{row['identical_to_float32']:.2f}",
+         f"{row['seconds']:.1f}" if "seconds" in row else "-"]
+        for name, row in result["rows"].items()
+    ]  # fmt: skip
+    header = ["answers", *columns, "identical to float32 (%)", "seconds"]
+    gap = result["f1_gap_int8_minus_float32"]
+    return (
+        f"{harness.table(header, rows)}\n\n{result['items']} items; int8 - float32 F1: {gap:+.2f}"
     )
-    return "\n".join(lines)
 
 
 def main(argv=None):

@@ -191,21 +191,19 @@ def table(rows):
     medians = {}
     for row in rows:
         medians.setdefault(row["peer"], {})[row["metric"]] = row["median"]
-    lines = [
-        "| peer | batch-1 ms (median) | p90 ms | batch-1 speed × float32 | batch-1 CPU ms | "
-        "CPU × float32 | batch-32 sentences/s | × float32 | sentences/CPU-s | CPU × float32 | "
-        "agree with float32 | cosine | dev accuracy |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    header = ["peer", "batch-1 ms (median)", "p90 ms", "batch-1 speed × float32", "batch-1 CPU ms"]
+    header += ["CPU × float32", "batch-32 sentences/s", "× float32", "sentences/CPU-s"]
+    header += ["CPU × float32", "agree with float32", "cosine", "dev accuracy"]
+    lines = []
     for peer, m in medians.items():
         wall1, cpu1, wall32, cpu32 = _speeds(medians, peer).values()
         lines.append(
-            f"| {peer} | {m['latency_ms']:.2f} | {m['latency_p90_ms']:.2f} | {wall1:.2f} | "
-            f"{m['latency_cpu_ms']:.2f} | {cpu1:.2f} | {m['throughput']:.1f} | {wall32:.2f} | "
-            f"{m['throughput_cpu']:.1f} | {cpu32:.2f} | {100 * m['agree']:.2f}% | "
-            f"{m['cosine']:.5f} | {m['accuracy']:.4f} |"
-        )
-    return medians, "\n".join(lines)
+            [peer, f"{m['latency_ms']:.2f}", f"{m['latency_p90_ms']:.2f}", f"{wall1:.2f}",
+             f"{m['latency_cpu_ms']:.2f}", f"{cpu1:.2f}", f"{m['throughput']:.1f}",
+             f"{wall32:.2f}", f"{m['throughput_cpu']:.1f}", f"{cpu32:.2f}",
+             f"{100 * m['agree']:.2f}%", f"{m['cosine']:.5f}", f"{m['accuracy']:.4f}"]
+        )  # fmt: skip
+    return medians, harness.table(header, lines)
 
 
 def plot(medians, path, where):
@@ -355,7 +353,8 @@ def prepare(args):
     onnx_dir, fused = os.path.join(work, "onnx"), None
     if not os.path.exists(os.path.join(onnx_dir, "model_int8_per_tensor.onnx")):
         # In a process without TensorFlow, as users build it.
-        code = "import json, sys, benchmarks.serving as s; print(json.dumps(s.build_onnx(*sys.argv[1:])))"
+        code = "import json, sys, benchmarks.serving as s; "
+        code += "print(json.dumps(s.build_onnx(*sys.argv[1:])))"
         fused = json.loads(_run(["-c", code, hf_dir, onnx_dir], None)[2].strip().splitlines()[-1])
     previous = _prepared(args)
     # The reference first: every agreement is taken against the float32 export's labels.

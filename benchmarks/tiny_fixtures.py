@@ -47,42 +47,55 @@ def write_tiny_sst2(folder, num_train, num_dev, num_test, seed=0):
     write_rows(f"{folder}/test.tsv", ("index", "sentence"), tests)
 
 
+def write_examples(path, examples):
+    """Writes `examples`, dicts of {feature: ints or floats}, as a TFRecord file of
+    tf.train.Examples (a float feature is a FloatList, any other an Int64List)."""
+    import numpy as np
+    import tensorflow as tf
+
+    def feature(values):
+        values = np.atleast_1d(values)
+        if values.dtype.kind == "f":
+            return tf.train.Feature(float_list=tf.train.FloatList(value=values.tolist()))
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=values.tolist()))
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for example in examples:
+            features = tf.train.Features(feature={k: feature(v) for k, v in example.items()})
+            writer.write(tf.train.Example(features=features).SerializeToString())
+
+
 def write_pretraining_records(path, num_examples=256, seq_length=32, max_predictions=5, seed=0):
     """Learnable pretraining TFRecords of `TINY_CONFIG`'s vocabulary in create_pretraining_data's
     format: the A segment repeats one token (a masked token is a copy of its neighbours), the B
     segment repeats it too (IsNext, label 0) or is random (label 1); some examples mask fewer
     than `max_predictions` tokens, so masked_lm_weights vary."""
     import numpy as np
-    import tensorflow as tf
 
-    def ints(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
-
-    rng, vocab = np.random.default_rng(seed), TINY_CONFIG["vocab_size"]
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for _ in range(num_examples):
-            n = int(rng.integers(10, seq_length + 1))
-            token = int(rng.integers(5, vocab))
-            ids = [1] + [token] * (n - 2) + [2]
-            label = int(rng.integers(0, 2))
-            half = n // 2
-            if label:
-                ids = ids[:half] + [int(x) for x in rng.integers(5, vocab, n - half - 1)] + [2]
-            count = int(rng.integers(2, max_predictions + 1))
-            positions = sorted(int(p) for p in rng.choice(np.arange(1, n - 1), count, False))
-            masked_ids = [ids[p] for p in positions]
-            for p in positions:
-                ids[p] = 3
-            pad, pred_pad = seq_length - n, max_predictions - count
-            weights = [1.0] * count + [0.0] * pred_pad
-            feature = {
-                "input_ids": ints(ids + [0] * pad),
-                "input_mask": ints([1] * n + [0] * pad),
-                "segment_ids": ints([0] * half + [1] * (n - half) + [0] * pad),
-                "masked_lm_positions": ints(positions + [0] * pred_pad),
-                "masked_lm_ids": ints(masked_ids + [0] * pred_pad),
-                "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=weights)),
-                "next_sentence_labels": ints([label]),
+    rng, vocab, examples = np.random.default_rng(seed), TINY_CONFIG["vocab_size"], []
+    for _ in range(num_examples):
+        n = int(rng.integers(10, seq_length + 1))
+        token = int(rng.integers(5, vocab))
+        ids = [1] + [token] * (n - 2) + [2]
+        label = int(rng.integers(0, 2))
+        half = n // 2
+        if label:
+            ids = ids[:half] + [int(x) for x in rng.integers(5, vocab, n - half - 1)] + [2]
+        count = int(rng.integers(2, max_predictions + 1))
+        positions = sorted(int(p) for p in rng.choice(np.arange(1, n - 1), count, False))
+        masked_ids = [ids[p] for p in positions]
+        for p in positions:
+            ids[p] = 3
+        pad, pred_pad = seq_length - n, max_predictions - count
+        examples.append(
+            {
+                "input_ids": ids + [0] * pad,
+                "input_mask": [1] * n + [0] * pad,
+                "segment_ids": [0] * half + [1] * (n - half) + [0] * pad,
+                "masked_lm_positions": positions + [0] * pred_pad,
+                "masked_lm_ids": masked_ids + [0] * pred_pad,
+                "masked_lm_weights": [1.0] * count + [0.0] * pred_pad,
+                "next_sentence_labels": [label],
             }
-            example = tf.train.Example(features=tf.train.Features(feature=feature))
-            writer.write(example.SerializeToString())
+        )
+    write_examples(path, examples)

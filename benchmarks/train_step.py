@@ -53,12 +53,7 @@ def measure(args, peer):
             first_call_s = time.perf_counter() - start
             if args.mode == "train" and not np.isfinite(float(value)):
                 raise ValueError(f"{peer.name}: the loss of the first step is {float(value)}.")
-    times, cpu_times = [], []
-    for _ in range(args.steps):
-        cpu, wall = time.process_time(), time.perf_counter()
-        call()
-        times.append(time.perf_counter() - wall)
-        cpu_times.append(time.process_time() - cpu)
+    times, cpu_times = harness.time_calls(call, args.steps)
     return {
         "step_s": statistics.median(times),
         "cpu_s": statistics.median(cpu_times),
