@@ -147,10 +147,7 @@ def run_checks(work_dir, mixed_steps):
         compiled = _train(one, data, out("xla"), base[3], batch, use_xla=True)
         return _agree("xla_vs_no_xla", (base, compiled), 1e-4)
 
-    checks = [
-        _guarded("mirrored_vs_one_device", distributed),
-        _guarded("xla_vs_no_xla", xla),
-    ]
+    checks = [_guarded("mirrored_vs_one_device", distributed), _guarded("xla_vs_no_xla", xla)]
     settings = dict(num_train_steps=mixed_steps, num_warmup_steps=WINDOW)
 
     def curve(precision):

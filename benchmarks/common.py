@@ -1,5 +1,6 @@
-"""What the benchmarks share: BERT sizes, the timed TrainConfig and its timing, device
-memory and name."""
+"""What the model benchmarks share: BERT sizes, random checkpoints, the task loss and the bare
+training step, the timed `Trainer` (its TrainConfig and its timing), the fine-tuning tasks and
+their records' readers, device memory and name."""
 
 import tempfile
 import time
@@ -13,15 +14,8 @@ _SIZES = {
     "base": (12, 768, 12, 3072),
     "large": (24, 1024, 16, 4096),
 }
-CONFIGS = {
-    name: dict(
-        num_hidden_layers=layers,
-        hidden_size=hidden,
-        num_attention_heads=heads,
-        intermediate_size=intermediate,
-    )
-    for name, (layers, hidden, heads, intermediate) in _SIZES.items()
-}
+_FIELDS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
+CONFIGS = {name: dict(zip(_FIELDS, sizes, strict=True)) for name, sizes in _SIZES.items()}
 VOCAB = 30522
 
 

@@ -6,6 +6,7 @@ import bz2
 import hashlib
 import html
 import io
+import itertools
 import os
 import re
 import sys
@@ -99,3 +100,9 @@ def corpus_path(args):
         with atomic_output(path) as temp:
             prepare_corpus(args.wheel, temp)
     return path
+
+
+def corpus_lines(args, count=None):
+    """The first `count` (None: every) non-empty lines of the corpus (`corpus_path`), stripped."""
+    with open(corpus_path(args), encoding="utf-8") as f:
+        return list(itertools.islice((line.strip() for line in f if line.strip()), count))

@@ -13,6 +13,7 @@ import sys
 import time
 
 from benchmarks import harness
+from benchmarks.serving import predict_in_batches
 
 LAYERS = {"L3": "1,3,5", "L2": "3,5"}
 
@@ -128,14 +129,11 @@ def _int8_throughput(args, run_dir, vocab, data):
     with open(os.path.join(data, "dev.tsv"), encoding="utf-8") as f:
         texts = [line.split("\t")[0] for line in f.readlines()[1:]]
     predictor = load_predictor(export, num_threads=args.threads)
-    rates = {}
+    instances, rates = [{"text_a": t} for t in texts], {}
     for batch in (1, 32):
-        instances = [{"text_a": t} for t in texts]
         predictor.predict(instances[:batch])  # warm-up
-        start = time.perf_counter()
-        for i in range(0, len(instances), batch):
-            predictor.predict(instances[i : i + batch])
-        rates[f"int8_batch{batch}_per_s"] = len(instances) / (time.perf_counter() - start)
+        seconds = predict_in_batches(predictor, instances, batch)[1]
+        rates[f"int8_batch{batch}_per_s"] = len(instances) / seconds
     return rates
 
 

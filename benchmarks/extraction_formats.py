@@ -15,7 +15,7 @@ import time
 
 from benchmarks import harness
 from benchmarks.common import CONFIGS, bert_config, random_encoder_checkpoint
-from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
+from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_lines
 from fileio.atomic import open_atomically
 
 _PEERS = {
@@ -38,13 +38,7 @@ def _input_file(args):
     path = os.path.join(args.work_dir, f"wiki_{args.lines}.txt")
     if not os.path.exists(path):
         os.makedirs(args.work_dir, exist_ok=True)
-        lines = []
-        with open(corpus_path(args), encoding="utf-8") as corpus:
-            for line in corpus:
-                if line.strip():
-                    lines.append(line.strip())
-                if len(lines) == args.lines:
-                    break
+        lines = corpus_lines(args, args.lines)
         with open_atomically(path) as f:
             f.write("\n".join(lines) + "\n")
     return path

@@ -59,15 +59,14 @@ def _write_records(args, records, text):
         windows = build_windows(sentences, tokenizer, labels, args.seq, 64, False)
         write_ner_tfrecord(windows, records)
         return [sum(w.input_mask) for w in windows]
-    from benchmarks.corpus import corpus_path
+    from benchmarks.corpus import corpus_lines
     from data.glue.features import convert_examples_to_features
     from data.glue.processor_base import InputExample
     from data.glue.records import write_classifier_tfrecord
 
     if not (args.wheel or args.corpus):
         raise SystemExit(f"{records} is missing: give --wheel or --corpus to write it.")
-    with open(corpus_path(args), encoding="utf-8") as f:
-        texts = [line.strip() for line in f if line.strip()][: args.examples]
+    texts = corpus_lines(args, args.examples)
     with open(text, "w", encoding="utf-8") as f:
         f.write("\n".join(texts) + "\n")
     examples = [InputExample(f"x-{i}", t, None, str(i % 2)) for i, t in enumerate(texts)]

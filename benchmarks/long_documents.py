@@ -78,27 +78,16 @@ def measure(args, peer):
     config = BertConfig.from_json_file(os.path.join(checkpoint, "bert_config.json"))
     output_dir = tempfile.mkdtemp(prefix=f"long_docs_{peer.name}_")
     run = ClassifierRun(
-        task_name="bbc",
-        data_dir=data,
-        output_dir=output_dir,
-        max_seq_length=args.max_seq_length,
-        do_train=True,
-        do_eval=False,
-        do_predict=False,
-        eval_batch_size=32,
-        predict_batch_size=32,
-        num_train_epochs=args.epochs,
-        warmup_proportion=0.1,
-        classifier_dropout_prob=0.1,
+        task_name="bbc", data_dir=data, output_dir=output_dir, max_seq_length=args.max_seq_length,
+        do_train=True, do_eval=False, do_predict=False, eval_batch_size=32, predict_batch_size=32,
+        num_train_epochs=args.epochs, warmup_proportion=0.1, classifier_dropout_prob=0.1,
         **peer.options,
-    )
+    )  # fmt: skip
     train_config = TrainConfig(
-        output_dir=output_dir,
-        init_checkpoint=os.path.join(checkpoint, "bert_model.ckpt"),
-        learning_rate=args.learning_rate,
-        train_batch_size=args.batch,
+        output_dir=output_dir, init_checkpoint=os.path.join(checkpoint, "bert_model.ckpt"),
+        learning_rate=args.learning_rate, train_batch_size=args.batch,
         save_checkpoints_steps=100000,
-    )
+    )  # fmt: skip
     strategy = create_strategy("one_device")
     start = time.perf_counter()
     run_classifier(run, config, processor, tokenizer, strategy, train_config)

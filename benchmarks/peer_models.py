@@ -37,9 +37,18 @@ def make_inputs(batch, seq_length, predictions, vocab_size, seed=0):
 def build_step(peer, config, mode, features):
     """The compiled step of `peer` ("ours", "keras_hub", "model_garden", each with an optional
     "_xla" suffix for `jit_compile=True`) for a `modeling.BertConfig`, in `mode` "train" or
-    "infer", on `features` from `make_inputs`."""
+    "infer", on `features` from `make_inputs`; calling it runs one step and waits for it, and
+    returns the loss (train) or the encoder's outputs (infer)."""
     builders = {"ours": _ours, "keras_hub": _keras_hub, "model_garden": _model_garden}
-    return builders[peer.removesuffix("_xla")](config, mode, peer.endswith("_xla"), features)
+    step = builders[peer.removesuffix("_xla")](config, mode, peer.endswith("_xla"), features)
+
+    def call():
+        # Reading a result back waits for the whole step; the outputs are small.
+        result = step()
+        (result[1] if isinstance(result, tuple) else result).numpy()
+        return result
+
+    return call
 
 
 def _infer(tf, jit, encoder, inputs):

@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 from benchmarks import harness
-from benchmarks.corpus import corpus_path
+from benchmarks.corpus import corpus_lines
 from benchmarks.datasets import minilm
 from benchmarks.tiny_fixtures import write_tiny_sst2
 from fileio.atomic import atomic_directory
@@ -46,8 +46,7 @@ def write_data(args, data):
     os.makedirs(data)
     if args.task == "classifier":
         write_tiny_sst2(data, num_train=320, num_dev=32, num_test=1)
-        with open(corpus_path(args), encoding="utf-8") as f:
-            lines = [line.strip() for line in f if line.strip()][: args.examples]
+        lines = corpus_lines(args, args.examples)
         with open(os.path.join(data, "test.tsv"), "w", encoding="utf-8") as f:
             f.write("index\tsentence\n")
             f.writelines(f"{i}\t{line.replace(chr(9), ' ')}\n" for i, line in enumerate(lines))

@@ -11,9 +11,9 @@ exact match), both through `serving.predictor.load_predictor` in batches of `--b
 
 import argparse
 import json
-import time
 
 from benchmarks import harness
+from benchmarks.serving import predict_in_batches
 from fileio.atomic import write_atomically
 
 
@@ -83,11 +83,8 @@ def answer_all(export_dir, instances, batch, num_threads, key):
     from serving.predictor import load_predictor
 
     predictor = load_predictor(export_dir, num_threads=num_threads)
-    answers = []
-    start = time.perf_counter()
-    for begin in range(0, len(instances), batch):
-        answers.extend(key(a) for a in predictor.predict(instances[begin : begin + batch]))
-    return answers, time.perf_counter() - start, predictor.precision
+    answers, seconds = predict_in_batches(predictor, instances, batch)
+    return [key(a) for a in answers], seconds, predictor.precision
 
 
 def _share_identical(answers, reference):

@@ -119,6 +119,18 @@ def _predictor(args, peer):
     return predict, "load_predictor"
 
 
+def predict_in_batches(predictor, instances, batch):
+    """Every instance's answer from `predictor.predict`, `batch` instances per call, and the
+    wall seconds of all the calls."""
+    clock = harness.Clock()
+    answers = [
+        a
+        for i in range(0, len(instances), batch)
+        for a in predictor.predict(instances[i : i + batch])
+    ]
+    return answers, clock.elapsed()[0]
+
+
 def _agreement(probabilities, labels, reference):
     import numpy as np
 
