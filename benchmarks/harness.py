@@ -76,7 +76,7 @@ def flags(**settings):
     return [
         f"--{k}" if v is True else f"--{k}={v}"
         for k, v in settings.items()
-        if v not in (None, False)
+        if v is not None and v is not False
     ]
 
 

@@ -73,7 +73,7 @@ def _instances(path, keys, count):
 
 def _start(args, options, log):
     command = [sys.executable, "serve.py", f"--model={args.model}", "--port=0"]
-    command += harness.flags(**options, num_threads=args.num_threads)
+    command += harness.flags(**options, num_threads=args.num_threads or None)
     process = subprocess.Popen(command, cwd=harness.REPO, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 600
     while time.time() < deadline:
