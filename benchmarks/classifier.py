@@ -34,6 +34,7 @@ def write_features(path, n, seq, seed=0, task="classifier"):
     rng, features = np.random.default_rng(seed), []
     for _ in range(n):
         length = int(rng.integers(seq // 2, seq + 1))
+        first = None if task == "ner" else int(rng.integers(2, length - 1))
         ids = np.zeros(seq, np.int64)
         ids[:length] = rng.integers(1000, 30522, length)
         mask = [1] * length + [0] * (seq - length)
@@ -45,7 +46,6 @@ def write_features(path, n, seq, seed=0, task="classifier"):
             labels[:length][tagged] = rng.integers(0, NUM_LABELS["ner"], int(tagged.sum()))
             features.append(NerWindow(ids.tolist(), mask, [0] * seq, labels.tolist(), []))
         else:
-            first = int(rng.integers(2, length - 1))
             segments = [0] * first + [1] * (length - first) + [0] * (seq - length)
             label = int(rng.integers(0, NUM_LABELS["classifier"]))
             features.append(ClassifierFeatures(ids.tolist(), mask, segments, label))
