@@ -1,5 +1,6 @@
-"""The driver every benchmark plugs into, and what the benchmarks share to run commands and
-describe the machine.
+"""The driver every benchmark plugs into, and what the benchmarks share to run commands (`run`,
+`flags`), time their work (`Clock`, `time_calls`), write tables (`table`) and describe the
+machine (`machine`).
 
 A benchmark is a module of this package that ends with `harness.main(__spec__.name)` and gives
 `add_arguments(parser)` (its options), `peers(args)` (the `Peer`s it compares),
