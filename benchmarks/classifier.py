@@ -19,7 +19,6 @@ from benchmarks.common import (
     timed_train,
     timed_trainer,
 )
-from fileio.atomic import atomic_output
 
 
 def write_features(path, n, seq, seed=0, task="classifier"):
@@ -128,9 +127,9 @@ def _write_records_once(args):
     if args.data is None:
         name = "classifier" if args.task == "classifier" else f"{args.task}_records"
         args.data = os.path.join(tempfile.gettempdir(), f"bench_{name}_{args.seq}.tf_record")
-    if not os.path.exists(args.data):
-        with atomic_output(args.data) as temp:
-            write_features(temp, 2048, args.seq, task=args.task)
+    harness.written_once(
+        args.data, lambda temp: write_features(temp, 2048, args.seq, task=args.task)
+    )
 
 
 def peers(args):

@@ -14,8 +14,8 @@ import tempfile
 import xml.etree.ElementTree as ElementTree
 import zipfile
 
+from benchmarks import harness
 from benchmarks.datasets import minilm_vocab
-from fileio.atomic import atomic_output
 
 # The Wikipedia excerpt of the gensim 4.4.0 wheel: markup roughly stripped (it leaves real
 # English prose, which is all a throughput benchmark needs), one sentence per line, a blank
@@ -96,10 +96,7 @@ def corpus_path(args):
     stat = os.stat(args.wheel)
     key = hashlib.sha1(f"{os.path.abspath(args.wheel)} {stat.st_size} {stat.st_mtime}".encode())
     path = os.path.join(tempfile.gettempdir(), f"bench_wiki_{key.hexdigest()[:12]}.txt")
-    if not os.path.exists(path):
-        with atomic_output(path) as temp:
-            prepare_corpus(args.wheel, temp)
-    return path
+    return harness.written_once(path, lambda temp: prepare_corpus(args.wheel, temp))
 
 
 def corpus_lines(args, count=None):

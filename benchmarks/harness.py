@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 
-from fileio.atomic import open_atomically
+from fileio.atomic import atomic_output, open_atomically
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULT_MARK = "BENCHMARK_RESULT "
@@ -69,6 +69,14 @@ def rate(key="examples_per_s", unit="examples/s"):
 
 def seconds(key, unit="s"):
     return Metric(key, unit, False)
+
+
+def written_once(path, write):
+    """`path`, first written by `write(temporary path)` (then renamed into place) if missing."""
+    if not os.path.exists(path):
+        with atomic_output(path) as temp:
+            write(temp)
+    return path
 
 
 def flags(**settings):

@@ -11,7 +11,6 @@ import tempfile
 
 from benchmarks import harness
 from benchmarks.common import bert_config, device_memory, device_name, timed_trainer
-from fileio.atomic import atomic_output
 
 CONFIG_NAMES = ("base", "large")
 PRECISIONS = ("float32", "mixed_bfloat16")
@@ -42,9 +41,7 @@ def measure(args, peer):
     name, precision, mode = peer.options["config"], peer.options["precision"], peer.options["mode"]
     batch = args.batch_large if name == "large" else args.batch_base
     data = os.path.join(tempfile.gettempdir(), f"bench_memory_{args.seq}_{args.preds}.tfrecord")
-    if not os.path.exists(data):
-        with atomic_output(data) as temp:
-            write_records(temp, 64, args.seq, args.preds)
+    harness.written_once(data, lambda temp: write_records(temp, 64, args.seq, args.preds))
     config = bert_config(name)
     strategy = create_strategy("one_device")
     trainer = timed_trainer(

@@ -24,7 +24,6 @@ from benchmarks.common import (
 )
 from benchmarks.peer_models import make_inputs
 from benchmarks.tiny_fixtures import write_examples
-from fileio.atomic import atomic_output
 
 
 def train_flops_per_example(config, seq, preds):
@@ -115,9 +114,7 @@ def measure(args, peer):
     if args.data is None:
         name = f"bench_pretraining_{args.seq}_{args.preds}_{args.records}.tfrecord"
         args.data = os.path.join(tempfile.gettempdir(), name)
-    if not os.path.exists(args.data):
-        with atomic_output(args.data) as temp:
-            write_records(temp, args.records, args.seq, args.preds)
+    harness.written_once(args.data, lambda t: write_records(t, args.records, args.seq, args.preds))
     device_memory(reset=True)
     config = bert_config(args.config)
     replicas, first_call = 1, None
