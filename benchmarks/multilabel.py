@@ -185,11 +185,12 @@ def _run_classifier(args, peer, data, checkpoint, labels):
         max_seq_length=args.max_seq_length, train_batch_size=args.batch,
         eval_batch_size=args.eval_batch, predict_batch_size=args.eval_batch,
         learning_rate=args.learning_rate, num_train_epochs=args.epochs, seed=args.seed,
-        output_dir=output_dir, class_weights="balanced" if peer.options else None,
-        adam_bias_correction=args.adam_bias_correction,
+        output_dir=output_dir, adam_bias_correction=args.adam_bias_correction,
     )  # fmt: skip
+    # "balanced" is computed from the training labels: the training command's flag only.
+    weights = ["--class_weights=balanced"] if peer.options.get("class_weights") else []
     env = harness.threads_env(args.threads)
-    train = harness.run([*common, "--do_train"], env)[:2]
+    train = harness.run([*common, "--do_train", *weights], env)[:2]
     predict = harness.run([*common, "--do_eval", "--do_predict"], env)[:2]
     predicted, probabilities = _read_predictions(f"{output_dir}/test_predictions.tsv", labels)
     with open(os.path.join(output_dir, "thresholds.txt"), encoding="utf-8") as f:
