@@ -26,6 +26,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 from fileio.atomic import atomic_output, open_atomically
@@ -180,14 +181,15 @@ def _children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-def run(command, env=None, timeout=None, log=None):
+def run(command, env=None, timeout=None, log=None, sample=None):
     """Runs `command` from the repository root, the one command runner of the benchmarks.
 
     Args:
         command: The argument list.
         env: Variables added to this process's environment.
-        timeout: Seconds before `subprocess.TimeoutExpired`.
+        timeout: Seconds before `subprocess.TimeoutExpired` (the command is killed).
         log: A file path to append its output to, instead of capturing it.
+        sample: Called with the command's process id about every 50 ms while it runs.
 
     Returns:
         (wall seconds, CPU seconds of the command and its children, stdout, stderr).
@@ -196,20 +198,43 @@ def run(command, env=None, timeout=None, log=None):
         RuntimeError: It failed; the message ends with the end of its stderr.
     """
     start, cpu = time.perf_counter(), _children_cpu()
-    streams = {"capture_output": True} if log is None else {"stderr": subprocess.STDOUT}
-    with open(log or os.devnull, "a", encoding="utf-8") as out:
-        if log is not None:
-            streams["stdout"] = out
-        done = subprocess.run(
-            command, cwd=REPO, env={**os.environ, **(env or {})}, text=True, timeout=timeout,
-            **streams,
-        )  # fmt: skip
-    if done.returncode != 0:
-        end = f"see {log}" if log else (done.stderr or "")[-3000:]
+    with (
+        open(log or os.devnull, "a", encoding="utf-8") as appended,
+        tempfile.TemporaryFile("w+", errors="replace") as out,
+        tempfile.TemporaryFile("w+", errors="replace") as err,
+    ):
+        streams = (appended, subprocess.STDOUT) if log else (out, err)
+        process = start_process(command, env, *streams)
+        try:
+            while True:
+                try:
+                    process.wait(timeout if sample is None else 0.05)
+                    break
+                except subprocess.TimeoutExpired:
+                    if sample is None or timeout and time.perf_counter() - start > timeout:
+                        raise subprocess.TimeoutExpired(command, timeout) from None
+                    sample(process.pid)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+        wall = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if process.returncode != 0:
+        end = f"see {log}" if log else stderr[-3000:]
         raise RuntimeError(
-            f"{' '.join(map(str, command))} failed (exit code {done.returncode}):\n{end}"
+            f"{' '.join(map(str, command))} failed (exit code {process.returncode}):\n{end}"
         )
-    return time.perf_counter() - start, _children_cpu() - cpu, done.stdout, done.stderr
+    return wall, _children_cpu() - cpu, stdout, stderr
+
+
+def start_process(command, env=None, stdout=None, stderr=None):
+    """Starts `command` from the repository root with `env` added to this process's
+    environment; returns its `subprocess.Popen` (`run` waits for it; a server is left running)."""
+    env = {**os.environ, **(env or {})}
+    return subprocess.Popen(command, cwd=REPO, env=env, stdout=stdout, stderr=stderr)
 
 
 def run_measurement(module, argv, peer, timeout=None):

@@ -10,10 +10,9 @@ memory. See benchmarks/README.md ("Pre-training data").
 import hashlib
 import os
 import re
-import subprocess
+import resource
 import sys
 import tempfile
-import time
 
 from benchmarks import harness
 from benchmarks.corpus import add_corpus_arguments, check_corpus_arguments, corpus_path
@@ -55,33 +54,26 @@ def _tree_memory(root_pid):
 
 
 def run_and_watch(command):
-    """Runs `command` from the repository root, sampling its process tree's memory.
+    """Runs `command` (`harness.run`), sampling its process tree's memory.
 
     Returns:
-        Wall and CPU seconds, peak RSS of its largest process (`wait4`), peak summed RSS and
-        PSS of its tree, and the instances it reports writing.
+        Wall and CPU seconds, peak RSS of its largest process, peak summed RSS and PSS of its
+        tree, and the instances it reports writing.
     """
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as stderr:
-        process = subprocess.Popen(command, cwd=harness.REPO, stderr=stderr)
-        peak_rss = peak_pss = 0
-        while not (waited := os.wait4(process.pid, os.WNOHANG))[0]:
-            rss, pss = _tree_memory(process.pid)
-            peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
-            time.sleep(0.05)
-        wall = time.perf_counter() - start
-        stderr.seek(0)
-        log = stderr.read().decode("utf-8", "replace")
-    _, status, usage = waited
-    if os.waitstatus_to_exitcode(status):
-        raise RuntimeError(f"{' '.join(command)} failed:\n{log[-3000:]}")
+    peak = [0, 0]
+
+    def sample(pid):
+        peak[:] = map(max, peak, _tree_memory(pid))
+
+    wall, cpu, _, log = harness.run(command, sample=sample)
     match = re.search(r"Wrote (\d+) total instances", log)
     return {
         "wall_s": wall,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "max_rss_mb": usage.ru_maxrss / 1024,
-        "tree_rss_mb": peak_rss / 2**20,
-        "tree_pss_mb": peak_pss / 2**20,
+        "cpu_s": cpu,
+        # The largest of the waited-for children of this process: the command's processes.
+        "max_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "tree_rss_mb": peak[0] / 2**20,
+        "tree_pss_mb": peak[1] / 2**20,
         "instances": int(match.group(1)) if match else None,
     }
 

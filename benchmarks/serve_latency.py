@@ -74,7 +74,7 @@ def _instances(path, keys, count):
 def _start(args, options, log):
     command = [sys.executable, "serve.py", f"--model={args.model}", "--port=0"]
     command += harness.flags(**options, num_threads=args.num_threads or None)
-    process = subprocess.Popen(command, cwd=harness.REPO, stdout=log, stderr=subprocess.STDOUT)
+    process = harness.start_process(command, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 600
     while time.time() < deadline:
         with open(log.name, encoding="utf-8") as f:
