@@ -1,10 +1,10 @@
 """A sweep: a grid of settings times random restarts of one fine-tuning runner, best on dev.
 
-run_sweep.py fills `training.sweep.settings.SweepSettings` from its flags and calls
-`run_sweep`. Trials are the runner's own processes (`training.sweep.trial_process`), one per
-device at a time; the bookkeeping is an Optuna study (`training.sweep.study`), so the same
+run_sweep.py fills `sweep.settings.SweepSettings` from its flags and calls
+`run_sweep`. Trials are the runner's own processes (`sweep.trial_process`), one per
+device at a time; the bookkeeping is an Optuna study (`sweep.study`), so the same
 command again resumes the sweep and several processes, on one machine or many, share one
-sweep. Every process that ends writes the report (`training.sweep.report`, `plots`) from the
+sweep. Every process that ends writes the report (`sweep.report`, `plots`) from the
 study, so the last one to end writes the whole sweep's.
 """
 
@@ -17,10 +17,10 @@ import time
 from absl import logging
 
 from fileio.errors import UserError
-from training.sweep import grid as sweep_grid
-from training.sweep import plots, report, results
-from training.sweep import study as sweep_study
-from training.sweep.trial_process import TrialProcess
+from sweep import grid as sweep_grid
+from sweep import plots, report, results
+from sweep import study as sweep_study
+from sweep.trial_process import TrialProcess
 
 
 def plan(settings, runner_argv, project_root):

@@ -17,8 +17,8 @@ import pytest
 
 from data.dev_metrics import read_eval_history
 from fileio.errors import UserError
-from training.sweep import grid, results, study
-from training.sweep.trial_process import TrialProcess
+from sweep import grid, results, study
+from sweep.trial_process import TrialProcess
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -241,7 +241,7 @@ def test_degenerate_runs(metric, value, history, expected):
 
 def test_the_sweep_stops_when_its_first_trials_fail_alike():
     from jobs.sweep_run import _Progress
-    from training.sweep.trial_process import Outcome
+    from sweep.trial_process import Outcome
 
     progress = _Progress(total=6, done=0, workers=1)
     progress.ended("a", Outcome("failed", error="x: error: no such file"))

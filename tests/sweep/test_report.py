@@ -1,4 +1,4 @@
-"""A sweep's report (training/sweep/): statistics against numpy, expected maxima against brute
+"""A sweep's report (sweep/): statistics against numpy, expected maxima against brute
 force over every subset and every ordered draw, the TSVs read back, the PNGs read back."""
 
 import csv
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from data import dev_metrics
-from training.sweep import plots, report
+from sweep import plots, report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -325,7 +325,7 @@ def test_a_metric_without_a_known_range_gets_the_whole_band():
 
 def test_the_report_loads_without_tensorflow_or_matplotlib():
     code = (
-        "import sys, training.sweep.report, training.sweep.plots; "
+        "import sys, sweep.report, sweep.plots; "
         "print(sorted(m for m in ('tensorflow', 'matplotlib') if m in sys.modules))"
     )
     out = subprocess.run(

@@ -10,7 +10,7 @@ import io
 
 from data.dev_metrics import metric_range
 from fileio.atomic import write_atomically
-from training.sweep.report import ALL_SETTINGS, by_setting, dev_score
+from sweep.report import ALL_SETTINGS, by_setting, dev_score
 
 
 def _figure(width, height):
