@@ -169,7 +169,7 @@ def _worker(settings, study, command, device, lock_path, progress, stop_event):
             claimed = sweep_study.claim_next(study, lock_path)
         if claimed is None:
             return
-        trial = Trial.stored_in_study(claimed.user_attrs, settings.sweep_dir, status="running")
+        trial = Trial.from_study(claimed.user_attrs, settings.sweep_dir, status="running")
         argv = _trial_argv(settings, command, trial)
         process = TrialProcess(argv, trial.output_dir, command.metric, device, stop_event)
         with sweep_study.heartbeat(study, claimed):

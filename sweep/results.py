@@ -79,7 +79,7 @@ def collect(study, sweep_dir, metric, wanted_keys=None):
         reported = trial.intermediate_values
         complete = trial.state == TrialState.COMPLETE
         rows.append(
-            Trial.stored_in_study(
+            Trial.from_study(
                 attrs,
                 sweep_dir,
                 status=STATUS.get(trial.state, trial.state.name.lower()),

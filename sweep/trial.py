@@ -66,7 +66,7 @@ class Trial:
             )
 
     @classmethod
-    def stored_in_study(cls, attrs, sweep_dir, **outcome):
+    def from_study(cls, attrs, sweep_dir, **outcome):
         """The trial an Optuna trial's user attributes name (see `STORED`).
 
         Args:
