@@ -24,8 +24,8 @@ from absl import flags
 from command_line.flag_rules import check_flags
 from command_line.tensorflow_logs import log_at_info
 from fileio.errors import run_command
+from sweep.settings import SweepSettings
 from training.settings import default
-from training.sweep.settings import SweepSettings
 
 FLAGS = flags.FLAGS
 

@@ -23,7 +23,7 @@ from data.ner.conll import is_iob_tag
 from data.ner.labels import LABELS_FILE, label_file_text, read_label_file
 from fileio import reading
 from fileio.flags_file import recorded_flags
-from jobs.export_run import export_encoder_weights
+from jobs.export.tfhub import export_encoder_weights
 from modeling.formats import conversion, task_heads
 from modeling.formats.hf_import import read_hf_config
 

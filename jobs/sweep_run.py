@@ -1,11 +1,11 @@
 """A sweep: a grid of settings times random restarts of one fine-tuning runner, best on dev.
 
-run_sweep.py fills `training.sweep.settings.SweepSettings` from its flags and calls
-`run_sweep`. Trials are the runner's own processes (`training.sweep.trial_process`), one per
-device at a time; the bookkeeping is an Optuna study (`training.sweep.study`), so the same
-command again resumes the sweep and several processes, on one machine or many, share one
-sweep. Every process that ends writes the report (`training.sweep.report`, `plots`) from the
-study, so the last one to end writes the whole sweep's.
+run_sweep.py fills `sweep.settings.SweepSettings` from its flags and calls `run_sweep`. Each
+trial of the grid is a `sweep.trial.Trial`; trials are the runner's own processes
+(`sweep.trial_process`), one per device at a time; the bookkeeping is an Optuna study
+(`sweep.study`), so the same command again resumes the sweep and several processes, on one
+machine or many, share one sweep. Every process that ends writes the report (`sweep.report`,
+`sweep.plots`) from the study, so the last one to end writes the whole sweep's.
 """
 
 import os
@@ -17,14 +17,15 @@ import time
 from absl import logging
 
 from fileio.errors import UserError
-from training.sweep import grid as sweep_grid
-from training.sweep import plots, report, results
-from training.sweep import study as sweep_study
-from training.sweep.trial_process import TrialProcess
+from sweep import grid as sweep_grid
+from sweep import plots, report, results
+from sweep import study as sweep_study
+from sweep.trial import Trial, trial_dir
+from sweep.trial_process import TrialProcess
 
 
 def plan(settings, runner_argv, project_root):
-    """Checks the command line and returns (command, grid flags, the wanted trials).
+    """Checks the command line and returns (command, grid flags, the grid's `Trial`s).
 
     Raises:
         UserError: anything that would stop a trial from running, before any trial starts.
@@ -41,16 +42,19 @@ def plan(settings, runner_argv, project_root):
             "--eval_every_steps=N (e.g. a tenth of the training steps) to the runner's command."
         )
     seed_flag, seeds = sweep_grid.restart_seeds(command, settings.vary, settings.restarts, known)
-    wanted = [
-        {
-            "key": sweep_grid.trial_name(setting, restart),
-            "settings": setting,
-            "restart": restart,
-            "seed": {seed_flag: seeds[restart]},
-        }
-        for setting in sweep_grid.grid_settings(grid)
-        for restart in range(settings.restarts)
-    ]
+    wanted = []
+    for setting in sweep_grid.grid_settings(grid):
+        for restart in range(settings.restarts):
+            key = sweep_grid.trial_name(setting, restart)
+            wanted.append(
+                Trial(
+                    key=key,
+                    settings=setting,
+                    restart=restart,
+                    seed={seed_flag: seeds[restart]},
+                    output_dir=trial_dir(settings.sweep_dir, key),
+                )
+            )
     _dry_run(settings, command, wanted[0])
     return command, list(grid), wanted
 
@@ -65,8 +69,7 @@ def _positive(text):
 def _dry_run(settings, command, first):
     # The runner checks its flags, config, vocabulary and input files without TensorFlow and
     # without writing: a command line that cannot run is refused before the sweep starts.
-    output_dir = os.path.join(settings.sweep_dir, "trials", first["key"])
-    argv = [*_trial_argv(settings, command, first, output_dir), "--dry_run"]
+    argv = [*_trial_argv(settings, command, first), "--dry_run"]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
         lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
@@ -123,9 +126,9 @@ class _Progress:
             )
 
 
-def _trial_argv(settings, command, attrs, output_dir):
-    setting_flags = [f"--{k}={v}" for k, v in attrs["settings"].items()]
-    seed_flags = [f"--{k}={v}" for k, v in attrs["seed"].items()]
+def _trial_argv(settings, command, trial):
+    setting_flags = [f"--{k}={v}" for k, v in trial.settings.items()]
+    seed_flags = [f"--{k}={v}" for k, v in trial.seed.items()]
     keep = []
     if settings.keep_checkpoints != "runner" and command.flag_value("keep_checkpoint_max") is None:
         # A trial resumes from its newest checkpoint only; the runner's default of 5 would
@@ -138,7 +141,7 @@ def _trial_argv(settings, command, attrs, output_dir):
         *keep,
         *setting_flags,
         *seed_flags,
-        f"--output_dir={output_dir}",
+        f"--output_dir={trial.output_dir}",
     ]
 
 
@@ -161,30 +164,29 @@ def _finish(study, trial, outcome):
 
 def _worker(settings, study, command, device, lock_path, progress, stop_event):
     while not stop_event.is_set():
-        trial = sweep_study.claim_next(study, lock_path)
-        if trial is None and sweep_study.recover_abandoned(study, lock_path):
-            trial = sweep_study.claim_next(study, lock_path)
-        if trial is None:
+        claimed = sweep_study.claim_next(study, lock_path)
+        if claimed is None and sweep_study.recover_abandoned(study, lock_path):
+            claimed = sweep_study.claim_next(study, lock_path)
+        if claimed is None:
             return
-        attrs = trial.user_attrs
-        output_dir = os.path.join(settings.sweep_dir, "trials", attrs["key"])
-        argv = _trial_argv(settings, command, attrs, output_dir)
-        process = TrialProcess(argv, output_dir, command.metric, device, stop_event)
-        with sweep_study.heartbeat(study, trial):
-            outcome = process.run(trial)
-        _finish(study, trial, outcome)
+        trial = Trial.from_study(claimed.user_attrs, settings.sweep_dir, status="running")
+        argv = _trial_argv(settings, command, trial)
+        process = TrialProcess(argv, trial.output_dir, command.metric, device, stop_event)
+        with sweep_study.heartbeat(study, claimed):
+            outcome = process.run(claimed)
+        _finish(study, claimed, outcome)
         if settings.keep_checkpoints == "none" and outcome.status in ("complete", "pruned"):
-            freed = results.delete_training_checkpoints(output_dir)
-            logging.info("Deleted %s's training checkpoints (%.0f MB).", attrs["key"], freed / 1e6)
+            freed = results.delete_training_checkpoints(trial.output_dir)
+            logging.info("Deleted %s's training checkpoints (%.0f MB).", trial.key, freed / 1e6)
         if outcome.status != "interrupted":
-            progress.ended(attrs["key"], outcome)
+            progress.ended(trial.key, outcome)
         if progress.failing_alike():
             stop_event.set()
 
 
 def write_report(study, sweep_dir, metric, wanted_keys):
     """Writes sweep_results.json, summary.tsv, expected_max.tsv, the plots and best/; returns
-    (rows, best, the printed table)."""
+    (the `Trial`s, the best one or None, the printed table)."""
     rows = results.collect(study, sweep_dir, metric, wanted_keys)
     best = results.best_trial(rows)
     results.write_results(sweep_dir, metric, rows, best)
@@ -204,7 +206,7 @@ def run_sweep(settings, runner_argv, project_root):
     """Runs every trial of the sweep not yet finished, then writes the report.
 
     Returns:
-        The sweep's trials as dicts (see `results.collect`) and the best one.
+        The sweep's `Trial`s with their outcomes (`results.collect`) and the best one, or None.
     """
     command, grid_flags, wanted = plan(settings, runner_argv, project_root)
     os.makedirs(settings.sweep_dir, exist_ok=True)
@@ -230,7 +232,7 @@ def run_sweep(settings, runner_argv, project_root):
         len(devices),
     )
     finished = sweep_study.finished_keys(study)
-    progress = _Progress(len(wanted), sum(w["key"] in finished for w in wanted), len(devices))
+    progress = _Progress(len(wanted), sum(w.key in finished for w in wanted), len(devices))
     stop_event = threading.Event()
     previous = {
         s: signal.signal(s, lambda *_: stop_event.set()) for s in (signal.SIGTERM, signal.SIGINT)
@@ -253,7 +255,7 @@ def run_sweep(settings, runner_argv, project_root):
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    keys = [w["key"] for w in wanted]
+    keys = [w.key for w in wanted]
     rows, best, table = write_report(study, settings.sweep_dir, command.metric, keys)
     print(table, flush=True)
     alike = progress.failing_alike()
@@ -275,9 +277,9 @@ def run_sweep(settings, runner_argv, project_root):
     if best is not None:
         logging.info(
             "Best: %s with %s = %.4f; its outputs are in %s.",
-            best["key"],
+            best.key,
             command.metric,
-            best["dev_metric"],
+            best.dev_metric,
             os.path.join(settings.sweep_dir, "best"),
         )
     return rows, best

@@ -11,7 +11,7 @@ arrays (the encoder and, when present, the `cls/*` pretraining heads) and the pa
   tokenizer's settings, `tokenizer_config.json` and `special_tokens_map.json`).
 * `tf2`: Model Garden's object-based encoder or pretrainer checkpoint (read only).
 * `tfhub`: a TF Hub BERT encoder SavedModel, from Model Garden's exporter or this project's
-  `export_model.py --task=encoder` (written by `jobs.export_run`, not here).
+  `export_model.py --task=encoder` (written by `jobs.export.tfhub`, not here).
 * `keras_hub`: a keras-hub `BertBackbone` / `BertMaskedLM` preset directory.
 """
 
@@ -300,7 +300,7 @@ def write_weights(
 
     The whole directory is written under a temporary name and renamed when complete, so an
     interrupted conversion leaves nothing under the final name. (`tfhub` output is a SavedModel
-    built by `jobs.export_run`, the code that export_model.py uses.)
+    built by `jobs.export.tfhub`, the code that export_model.py uses.)
 
     Args:
         output_dir: the directory to create (or an empty one to fill).

@@ -5,6 +5,7 @@ Transformers loader (keras_hub in/out, hf out), the real MiniLM safetensors file
 
 import json
 import os
+import subprocess
 import sys
 
 import keras
@@ -14,14 +15,14 @@ import pytest
 import tensorflow as tf
 
 from data.tokenization.full_tokenizer import FullTokenizer
-from jobs.export_run import export_encoder_weights
+from jobs.export.tfhub import export_encoder_weights
 from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
 from modeling.formats import conversion, hf_import
 from modeling.task_models import BertPretrainer
 from tests.helpers.minilm import minilm_dir
-from tests.helpers.scripts import run_in_repo
+from tests.helpers.scripts import ENV, REPO, run_in_repo
 from tests.helpers.tiny_config import tiny_config
 from tests.oracles import run_oracle
 
@@ -181,6 +182,24 @@ def test_tfhub_out_and_back_is_bit_identical(original, tmp_path):
         export_encoder_weights(
             original["config"], original["arrays"], original["vocab"], True, export
         )
+
+
+def test_the_conversion_job_loads_the_tf_hub_export_only():
+    """convert_checkpoint.py's job imports the TF Hub export it writes, not every export of
+    export_model.py (the task SavedModels, TFLite)."""
+    code = (
+        "import json, sys, jobs.convert_run; "
+        "print(json.dumps([m for m in sys.modules if m.startswith(('jobs.', 'serving.'))]))"
+    )
+    # A fresh interpreter: the tests' warm runner has every job imported already.
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=ENV, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert "jobs.export.tfhub" in loaded and "serving.exports.tfhub" in loaded
+    assert not [m for m in loaded if m in ("jobs.export_run", "serving.exports.tflite")], loaded
+    assert not [m for m in loaded if m.endswith((".classifier", ".ner", ".squad"))], loaded
 
 
 # --- hf out: keras-hub's Transformers loader and the real MiniLM file -------------------------

@@ -14,7 +14,8 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the SavedModels' WordPiece op)
 
 from fileio.errors import UserError
-from jobs.export_run import ExportRun, _export_weights, _Weights
+from jobs.export.weights import Weights
+from jobs.export_run import ExportRun, export_weights
 from serving.lite_predictor import LitePredictor
 from serving.predictor import load_predictor
 from tests.helpers.paths import TESTDATA
@@ -52,7 +53,7 @@ def _export(root, name, task, arrays, config, **settings):
         export_dir=str(root / name),
         **settings,
     )
-    _export_weights(run, config, _Weights(arrays, "random weights", str(root)))
+    export_weights(run, config, Weights(arrays, "random weights", str(root)))
     return root / name
 
 

@@ -1,4 +1,4 @@
-"""A sweep's report (training/sweep/): statistics against numpy, expected maxima against brute
+"""A sweep's report (sweep/): statistics against numpy, expected maxima against brute
 force over every subset and every ordered draw, the TSVs read back, the PNGs read back."""
 
 import csv
@@ -13,9 +13,24 @@ import numpy as np
 import pytest
 
 from data import dev_metrics
-from training.sweep import plots, report
+from sweep import grid, plots, report
+from sweep.trial import Trial
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _trial(settings, restart, status, **outcome):
+    """A `Trial` as the report reads it: its seed and folder do not enter the report."""
+    key = grid.trial_name(settings, restart)
+    return Trial(
+        key=key,
+        settings=settings,
+        restart=restart,
+        seed={},
+        output_dir=key,
+        status=status,
+        **outcome,
+    )
 
 
 def _random_trials(rng, restarts=6):
@@ -40,14 +55,14 @@ def _random_trials(rng, restarts=6):
             # Two decimals: ties between restarts are common.
             score = round(float(rng.uniform(-0.2, 0.9)), 2)
             trials.append(
-                {
-                    "settings": dict(settings),
-                    "restart": restart,
-                    "status": status,
-                    "dev_metric": score if status == "complete" else None,
-                    "degenerate": status == "complete" and score <= 0,
-                    "last_reported": score if status == "pruned" else None,
-                }
+                _trial(
+                    dict(settings),
+                    restart,
+                    status,
+                    dev_metric=score if status == "complete" else None,
+                    degenerate=status == "complete" and score <= 0,
+                    last_reported=score if status == "pruned" else None,
+                )
             )
     return trials
 
@@ -66,14 +81,14 @@ def test_setting_label_names_each_flag_in_grid_order():
 def test_summary_statistics_equal_numpys(seed):
     trials = _random_trials(np.random.default_rng(seed))
     rows = report.summarize(trials)
-    labels = list(dict.fromkeys(report.setting_label(t["settings"]) for t in trials))
+    labels = list(dict.fromkeys(report.setting_label(t.settings) for t in trials))
     assert [row["setting"] for row in rows] == labels
     for row in rows:
-        group = [t for t in trials if report.setting_label(t["settings"]) == row["setting"]]
-        scores = np.array([t["dev_metric"] for t in group if t["status"] == "complete"])
+        group = [t for t in trials if report.setting_label(t.settings) == row["setting"]]
+        scores = np.array([t.dev_metric for t in group if t.status == "complete"])
         assert row["trials"] == len(group)
         for status in ("complete", "pruned", "failed"):
-            assert row[status] == sum(t["status"] == status for t in group)
+            assert row[status] == sum(t.status == status for t in group)
         assert row["degenerate"] == int(np.sum(scores <= 0))
         if len(scores):
             assert row["mean"] == pytest.approx(np.mean(scores), abs=1e-12)
@@ -89,10 +104,10 @@ def test_summary_statistics_equal_numpys(seed):
 def test_pruned_and_unfinished_scores_stay_out_of_the_statistics():
     settings = {"learning_rate": 2e-05}
     trials = [
-        {"settings": settings, "restart": 0, "status": "complete", "dev_metric": 0.8},
-        {"settings": settings, "restart": 1, "status": "pruned", "dev_metric": 0.1},
-        {"settings": settings, "restart": 2, "status": "running", "dev_metric": 0.2},
-        {"settings": settings, "restart": 3, "status": "complete", "dev_metric": float("nan")},
+        _trial(settings, 0, "complete", dev_metric=0.8),
+        _trial(settings, 1, "pruned", dev_metric=0.1),
+        _trial(settings, 2, "running", dev_metric=0.2),
+        _trial(settings, 3, "complete", dev_metric=float("nan")),
     ]
     (row,) = report.summarize(trials)
     assert (row["mean"], row["min"], row["max"], row["std"]) == (0.8, 0.8, 0.8, None)
@@ -101,7 +116,7 @@ def test_pruned_and_unfinished_scores_stay_out_of_the_statistics():
 
 def test_an_unknown_status_is_named():
     with pytest.raises(ValueError, match="'finished'"):
-        report.summarize([{"settings": {}, "restart": 0, "status": "finished"}])
+        report.summarize([_trial({}, 0, "finished")])
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -159,9 +174,9 @@ def test_curves_per_setting_and_for_the_whole_sweep():
     spread = report.expected_max_spread(trials)
     completes = {
         row["setting"]: [
-            t["dev_metric"]
+            t.dev_metric
             for t in trials
-            if t["status"] == "complete" and report.setting_label(t["settings"]) == row["setting"]
+            if t.status == "complete" and report.setting_label(t.settings) == row["setting"]
         ]
         for row in report.summarize(trials)
     }
@@ -177,7 +192,7 @@ def test_curves_per_setting_and_for_the_whole_sweep():
             assert with_replacement == report.expected_max_with_replacement(scores, n)
             assert without_replacement == report.expected_max_without_replacement(scores, n)
             assert std == report.expected_max_std_with_replacement(scores, n)
-    one_setting = [t for t in trials if t["settings"]["learning_rate"] == 5e-05]
+    one_setting = [t for t in trials if t.settings["learning_rate"] == 5e-05]
     assert list(report.expected_max_curves(one_setting)) == [
         "learning_rate=5e-05 num_train_epochs=3"
     ]
@@ -211,7 +226,7 @@ def test_summary_tsv_reads_back_to_the_same_numbers(tmp_path):
 
 def test_a_sweep_whose_trials_all_failed_still_reports(tmp_path):
     trials = [
-        {"settings": {"learning_rate": lr}, "restart": r, "status": "failed", "dev_metric": None}
+        _trial({"learning_rate": lr}, r, "failed", dev_metric=None)
         for lr in (5e-05, 3e-05)
         for r in range(2)
     ]
@@ -294,7 +309,7 @@ def test_the_drawn_spread_band_stays_inside_the_metric_range(tmp_path, metric, s
     from matplotlib.collections import PolyCollection
 
     trials = [
-        {"settings": {"learning_rate": lr}, "restart": r, "status": "complete", "dev_metric": s}
+        _trial({"learning_rate": lr}, r, "complete", dev_metric=s)
         for lr in (2e-05, 3e-05)
         for r, s in enumerate(scores)
     ]
@@ -325,7 +340,7 @@ def test_a_metric_without_a_known_range_gets_the_whole_band():
 
 def test_the_report_loads_without_tensorflow_or_matplotlib():
     code = (
-        "import sys, training.sweep.report, training.sweep.plots; "
+        "import sys, sweep.report, sweep.plots; "
         "print(sorted(m for m in ('tensorflow', 'matplotlib') if m in sys.modules))"
     )
     out = subprocess.run(

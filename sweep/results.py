@@ -14,6 +14,7 @@ from optuna.trial import TrialState
 
 from data.dev_metrics import read_eval_history
 from fileio.atomic import atomic_directory, write_atomically
+from sweep.trial import Trial, trial_dir
 
 STATUS = {
     TrialState.COMPLETE: "complete",
@@ -48,7 +49,7 @@ def is_degenerate(metric, value, history):
 
 
 def collect(study, sweep_dir, metric, wanted_keys=None):
-    """The sweep's trials as plain dicts, one per trial of the grid (its newest attempt).
+    """The sweep's trials with their outcomes, one per trial of the grid (its newest attempt).
 
     Args:
         study: the sweep's Optuna study.
@@ -58,9 +59,7 @@ def collect(study, sweep_dir, metric, wanted_keys=None):
             run earlier are listed after them.
 
     Returns:
-        [{"key", "settings", "restart", "seed", "output_dir", "status", "dev_metric" (complete
-        trials only), "last_reported" (the last dev score reported during training, e.g. where
-        a pruned trial stopped), "degenerate", "step", "error", "wall_s"}].
+        [`Trial`], in that order.
     """
     newest = {}
     for trial in study.get_trials(deepcopy=False):
@@ -76,26 +75,23 @@ def collect(study, sweep_dir, metric, wanted_keys=None):
             continue
         trial = newest[key]
         attrs = trial.user_attrs
-        output_dir = os.path.join(sweep_dir, "trials", key)
         value = trial.value if trial.state == TrialState.COMPLETE else None
         reported = trial.intermediate_values
-        history = read_eval_history(output_dir)
+        complete = trial.state == TrialState.COMPLETE
         rows.append(
-            {
-                "key": key,
-                "settings": attrs["settings"],
-                "restart": attrs["restart"],
-                "seed": attrs["seed"],
-                "output_dir": output_dir,
-                "status": STATUS.get(trial.state, trial.state.name.lower()),
-                "dev_metric": value,
-                "last_reported": reported[max(reported)] if reported else None,
-                "degenerate": trial.state == TrialState.COMPLETE
-                and is_degenerate(metric, value, history),
-                "step": attrs.get("step"),
-                "error": attrs.get("error"),
-                "wall_s": attrs.get("wall_s"),
-            }
+            Trial.from_study(
+                attrs,
+                sweep_dir,
+                status=STATUS.get(trial.state, trial.state.name.lower()),
+                dev_metric=value,
+                last_reported=reported[max(reported)] if reported else None,
+                # Only a complete trial's history is read: the others have no final score.
+                degenerate=complete
+                and is_degenerate(metric, value, read_eval_history(trial_dir(sweep_dir, key))),
+                step=attrs.get("step"),
+                error=attrs.get("error"),
+                wall_s=attrs.get("wall_s"),
+            )
         )
     return rows
 
@@ -107,20 +103,20 @@ def _rank(trial):
 
 
 def best_trial(rows):
-    """The complete trial with the highest dev metric (the first of equals), or None."""
+    """The complete `Trial` with the highest dev metric (the first of equals), or None."""
     complete = [
         r
         for r in rows
-        if r["status"] == "complete"
-        and r["dev_metric"] is not None
-        and r["dev_metric"] == r["dev_metric"]
+        if r.status == "complete" and r.dev_metric is not None and r.dev_metric == r.dev_metric
     ]
-    return max(complete, key=lambda r: r["dev_metric"], default=None)
+    return max(complete, key=lambda r: r.dev_metric, default=None)
 
 
 def write_results(sweep_dir, metric, rows, best):
-    """Writes `sweep_results.json`: {"metric", "trials", "best"}."""
-    data = {"metric": metric, "trials": rows, "best": best}
+    """Writes `sweep_results.json`: {"metric", "trials", "best"}, each trial as
+    `Trial.as_json` gives it (null for no best)."""
+    trials = [row.as_json() for row in rows]
+    data = {"metric": metric, "trials": trials, "best": None if best is None else best.as_json()}
     path = os.path.join(sweep_dir, "sweep_results.json")
     write_atomically(path, json.dumps(data, indent=2) + "\n")
     return path
@@ -142,12 +138,16 @@ def copy_best(sweep_dir, best):
     """Copies the best trial's result files (leaderboard file, test_results.tsv,
     predictions.json, eval_results.txt, ...) and its best_checkpoint/ to `<sweep_dir>/best/`.
 
+    Args:
+        sweep_dir: --sweep_dir.
+        best: `best_trial`'s `Trial`, or None.
+
     Returns:
         The folder written, or None without a best trial.
     """
     if best is None:
         return None
-    source = best["output_dir"]
+    source = best.output_dir
     target = os.path.join(sweep_dir, "best")
     with atomic_directory(target, overwrite=True) as temp:
         os.makedirs(temp)
@@ -158,5 +158,6 @@ def copy_best(sweep_dir, best):
                     shutil.copy2(path, os.path.join(temp, name))
             elif name == "best_checkpoint" and os.path.isdir(path):
                 shutil.copytree(path, os.path.join(temp, name))
-        write_atomically(os.path.join(temp, "trial.json"), json.dumps(best, indent=2) + "\n")
+        text = json.dumps(best.as_json(), indent=2) + "\n"
+        write_atomically(os.path.join(temp, "trial.json"), text)
     return target

@@ -10,7 +10,7 @@ import io
 
 from data.dev_metrics import metric_range
 from fileio.atomic import write_atomically
-from training.sweep.report import ALL_SETTINGS, by_setting, dev_score
+from sweep.report import ALL_SETTINGS, by_setting, dev_score
 
 
 def _figure(width, height):
@@ -112,7 +112,7 @@ def plot_scores(path, trials, metric):
 
     Args:
         path: the PNG to write, e.g. `<sweep_dir>/scores.png`.
-        trials: the sweep's trial dicts (see `report`).
+        trials: the sweep's `Trial`s.
         metric: the dev metric's name, for the y axis.
     """
     import numpy as np
@@ -136,10 +136,10 @@ def plot_scores(path, trials, metric):
         for trial in group:
             value = dev_score(trial)
             if value is not None:
-                kind = "degenerate" if trial.get("degenerate") else "complete"
+                kind = "degenerate" if trial.degenerate else "complete"
                 complete.append(value)
-            elif trial["status"] == "pruned" and trial.get("last_reported") is not None:
-                kind, value = "pruned", trial["last_reported"]
+            elif trial.status == "pruned" and trial.last_reported is not None:
+                kind, value = "pruned", trial.last_reported
             else:
                 continue
             kinds[kind][0].append(x + rng.uniform(-0.15, 0.15))

@@ -1,21 +1,66 @@
-"""export_model.py --task=classifier: the sentence for a checkpoint whose head has another
-number of classes than the task or labels it was told (what the head's outputs mean is
-`data.classification.head`'s).
+"""export_model.py --task=classifier: a fine-tuned classifier's text-in export, and the sentence
+for a checkpoint whose head has another number of classes than the task or labels it was told
+(what the head's outputs mean is `data.classification.head`'s).
 """
 
 import os
 
+from data.classification.head import classifier_head
 from data.glue.processors import canonical_task_name
 from data.own_data.labels import (
     LABELS_FILE,
     PROBLEM_FILE,
 )
 from fileio.flags_file import recorded_flags
+from jobs.export.weights import load
 from modeling import tf1_checkpoint
+from serving.exports.classifier import ClassifierExport
+from training.tasks import ClassifierTask
 
 # run_classifier's head: its first dimension is the number of classes
 # (tf1_checkpoint.classifier_variable_map).
 _CLASSIFIER_HEAD = ("output_weights", "output_bias")
+
+
+def classifier_export(run, bert_config, weights):
+    """The classifier's export and its signatures, weights loaded (a builder: `jobs.export`).
+
+    Raises:
+        ValueError: no task or labels to say what the head predicts, or a checkpoint that does
+            not hold such a classifier.
+    """
+    head = classifier_head(run.task_name, weights.folder, run.label_file)
+    if head is None:
+        named = f" ({run.task_name} is not a GLUE task)" if run.task_name else ""
+        raise ValueError(
+            f"--task=classifier needs the task the model was fine-tuned on{named}: pass "
+            "--task_name of a GLUE task (e.g. MRPC), or --checkpoint in the output_dir of the "
+            "run_classifier.py run, whose problem.json and labels.txt say what it predicts."
+        )
+    regression = head.problem_type == "regression"
+    multi_label = head.problem_type == "multi_label"
+    task = ClassifierTask(bert_config, len(head.labels), regression, multi_label=multi_label)
+    task.build_model()
+    variable_map = task.variable_map()
+    load(run.task, variable_map, weights, class_count_advice(run, head, variable_map, weights))
+    export = ClassifierExport(
+        task.model,
+        run.vocab_file,
+        run.do_lower_case,
+        run.max_seq_length,
+        head.labels,
+        regression,
+        head.has_text_b,
+        run.pad_to_max_seq_length,
+        run.long_inputs,
+        run.head_tokens,
+        run.doc_stride,
+        run.window_aggregation,
+        thresholds=head.thresholds,
+    )
+    # What the TFLite export records in serving.json (serving.exports.tflite.lite_settings).
+    export.head = head
+    return export, export.signatures()
 
 
 def class_count_advice(run, head, variable_map, weights):
@@ -27,7 +72,7 @@ def class_count_advice(run, head, variable_map, weights):
         run: the `jobs.export_run.ExportRun`.
         head: the `ClassifierHead` the export was told.
         variable_map: original name -> variable of the export's model.
-        weights: the checkpoint's arrays by original name (`arrays`) and its run's `folder`.
+        weights: the checkpoint's `jobs.export.weights.Weights` (its arrays and run folder).
     """
     trained = weights.arrays.get(_CLASSIFIER_HEAD[0])
     encoder = {k: v for k, v in variable_map.items() if k not in _CLASSIFIER_HEAD}

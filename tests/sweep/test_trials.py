@@ -17,8 +17,9 @@ import pytest
 
 from data.dev_metrics import read_eval_history
 from fileio.errors import UserError
-from training.sweep import grid, results, study
-from training.sweep.trial_process import TrialProcess
+from sweep import grid, results, study
+from sweep.trial import Trial
+from sweep.trial_process import TrialProcess
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -175,7 +176,13 @@ def test_eval_history_reader_ignores_a_partial_line(tmp_path):
 
 def _wanted(n):
     return [
-        {"key": f"k{i}/restart_0", "settings": {"k": str(i)}, "restart": 0, "seed": {"seed": i}}
+        Trial(
+            key=f"k{i}/restart_0",
+            settings={"k": str(i)},
+            restart=0,
+            seed={"seed": i},
+            output_dir=f"k{i}/restart_0",
+        )
         for i in range(n)
     ]
 
@@ -205,7 +212,7 @@ def test_processes_claim_disjoint_trials_and_requeue_the_abandoned(tmp_path):
         t.start()
     for t in threads:
         t.join()
-    assert sorted(claimed) == sorted(w["key"] for w in _wanted(14))
+    assert sorted(claimed) == sorted(w.key for w in _wanted(14))
     # A trial left RUNNING by a process that is gone is failed and enqueued again.
     study.enqueue_missing(sweep, _wanted(15), lock)
     trial = study.claim_next(sweep, lock)
@@ -241,7 +248,7 @@ def test_degenerate_runs(metric, value, history, expected):
 
 def test_the_sweep_stops_when_its_first_trials_fail_alike():
     from jobs.sweep_run import _Progress
-    from training.sweep.trial_process import Outcome
+    from sweep.trial_process import Outcome
 
     progress = _Progress(total=6, done=0, workers=1)
     progress.ended("a", Outcome("failed", error="x: error: no such file"))
@@ -255,3 +262,65 @@ def test_the_sweep_stops_when_its_first_trials_fail_alike():
     other.ended("a", Outcome("failed", error="x: error: one"))
     other.ended("b", Outcome("failed", error="x: error: two"))
     assert other.failing_alike() is None
+
+
+def test_the_results_files_keep_every_key_of_a_trial_in_order(tmp_path):
+    """sweep_results.json and best/trial.json as earlier sweeps wrote them, so their folders
+    still read: a trial is these keys, in this order, read back from the study."""
+    sweep = study.open_study(
+        study.default_storage(tmp_path),
+        "s",
+        study.make_pruner(False, "median"),
+        {"argv": ["x"], "grid_flags": ["learning_rate"]},
+    )
+    planned = [
+        Trial(
+            key=f"learning_rate={lr}/restart_0",
+            settings={"learning_rate": lr},
+            restart=0,
+            seed={"seed": 12345},
+            output_dir=str(tmp_path / "trials" / f"learning_rate={lr}" / "restart_0"),
+        )
+        for lr in ("5e-5", "3e-5")
+    ]
+    study.enqueue_missing(sweep, planned)
+    claimed = study.claim_next(sweep)
+    claimed.report(0.5, 10)
+    claimed.set_user_attr("step", 20)
+    claimed.set_user_attr("wall_s", 12.5)
+    sweep.tell(claimed, 0.75)
+    os.makedirs(planned[0].output_dir)
+    rows = results.collect(sweep, str(tmp_path), "eval_accuracy", [t.key for t in planned])
+    best = results.best_trial(rows)
+    results.write_results(str(tmp_path), "eval_accuracy", rows, best)
+    results.copy_best(str(tmp_path), best)
+    earlier = [
+        {
+            "key": t.key,
+            "settings": t.settings,
+            "restart": 0,
+            "seed": {"seed": 12345},
+            "output_dir": t.output_dir,
+            "status": status,
+            "dev_metric": value,
+            "last_reported": reported,
+            "degenerate": False,
+            "step": step,
+            "error": None,
+            "wall_s": wall,
+        }
+        for t, status, value, reported, step, wall in (
+            (planned[0], "complete", 0.75, 0.5, 20, 12.5),
+            (planned[1], "waiting", None, None, None, None),
+        )
+    ]
+    written = (tmp_path / "sweep_results.json").read_text()
+    assert (
+        written
+        == json.dumps({"metric": "eval_accuracy", "trials": earlier, "best": earlier[0]}, indent=2)
+        + "\n"
+    )
+    assert (tmp_path / "best" / "trial.json").read_text() == json.dumps(earlier[0], indent=2) + "\n"
+    # What the study keeps of a trial, as earlier sweeps' databases hold it.
+    waiting = {k: earlier[1][k] for k in ("key", "settings", "restart", "seed")}
+    assert sweep.get_trials()[1].user_attrs == waiting

@@ -2,8 +2,8 @@
 
 Optuna keeps the trials in a database: SQLite in `--sweep_dir` on one machine, or a PostgreSQL
 or MySQL server shared by the processes of several machines (`--storage`). Each trial of the
-grid is enqueued once as a WAITING Optuna trial whose user attributes name it (`key`, the
-folder under `trials/`, its `settings` and `restart`); a process claims a waiting trial by
+grid is enqueued once as a WAITING Optuna trial whose user attributes name its `Trial`
+(`sweep.trial.STORED`: key, settings, restart, seed); a process claims a waiting trial by
 moving it to RUNNING, which the database grants to one claimant only, so processes never run
 the same trial. Optuna's pruners decide from the dev scores each trial reports.
 
@@ -25,6 +25,7 @@ from optuna.trial import TrialState
 from sqlalchemy.exc import SQLAlchemyError
 
 from fileio.errors import UserError
+from sweep.trial import STORED
 
 HEARTBEAT_S = 20
 GRACE_S = 90
@@ -122,16 +123,16 @@ def enqueue_missing(study, wanted, lock_path=None):
     its checkpoints, so it resumes).
 
     Args:
-        wanted: [{"key", "settings", "restart", "seed"}] in run order.
+        wanted: the grid's `Trial`s in run order.
 
     Returns:
         How many were enqueued.
     """
     present = {t.user_attrs.get("key") for t in study.get_trials(deepcopy=False, states=LIVE)}
     added = 0
-    for attrs in wanted:
-        if attrs["key"] not in present:
-            study.enqueue_trial({}, user_attrs=dict(attrs))
+    for trial in wanted:
+        if trial.key not in present:
+            study.enqueue_trial({}, user_attrs=trial.study_attrs())
             added += 1
     return added
 
@@ -171,7 +172,7 @@ def _recover(study):
     for trial in trials:
         key = trial.user_attrs.get("key")
         if trial.state == TrialState.FAIL and key not in live and "error" not in trial.user_attrs:
-            attrs = {k: trial.user_attrs[k] for k in ("key", "settings", "restart", "seed")}
+            attrs = {k: trial.user_attrs[k] for k in STORED}
             study.enqueue_trial({}, user_attrs=attrs)
             live.add(key)
             requeued.append(key)

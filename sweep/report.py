@@ -1,13 +1,5 @@
-"""The statistics of a sweep's trials: the per-setting summary and the expected best dev score.
-
-A trial is a dict:
-
-    {"settings": {flag: value, ...},   # in the grid's order; {} for the runner's defaults
-     "restart": int,
-     "status": "complete" | "pruned" | "failed" | "running" | "waiting",
-     "dev_metric": float or None,      # the task's official dev metric, higher is better
-     "degenerate": bool,               # e.g. one class predicted for every example (MCC <= 0)
-     "last_reported": float}           # optional: a pruned trial's last periodic dev score
+"""The statistics of a sweep's trials (`sweep.trial.Trial`): the per-setting summary and the
+expected best dev score.
 
 * `summarize(trials)`: one row per setting (mean, sample std, min, max, degenerate runs over
   the complete trials); `format_summary` prints it, `write_summary_tsv` writes `summary.tsv`.
@@ -32,7 +24,6 @@ import math
 
 from fileio.atomic import write_atomically
 
-STATUSES = ("complete", "pruned", "failed", "running", "waiting")
 # The curve of the whole sweep taken as a random search over all its complete trials; no
 # setting label can take this form (a label is "default" or flag=value pairs).
 ALL_SETTINGS = "all settings"
@@ -71,35 +62,20 @@ def setting_label(settings):
     return " ".join(f"{flag}={value}" for flag, value in settings.items())
 
 
-def _check(trials):
-    for index, trial in enumerate(trials):
-        if trial.get("status") not in STATUSES:
-            raise ValueError(
-                f"Trial {index} ({setting_label(trial.get('settings'))}, restart "
-                f"{trial.get('restart')}) has status {trial.get('status')!r}; expected one of "
-                f"{', '.join(STATUSES)}."
-            )
-
-
 def dev_score(trial):
-    """The trial's dev score if it enters the statistics (a complete trial's finite score), else
-    None."""
-    value = trial.get("dev_metric")
-    if trial["status"] != "complete" or value is None or not math.isfinite(value):
+    """The `Trial`'s dev score if it enters the statistics (a complete trial's finite score),
+    else None."""
+    value = trial.dev_metric
+    if trial.status != "complete" or value is None or not math.isfinite(value):
         return None
     return float(value)
 
 
 def by_setting(trials):
-    """{label: [trial, ...]} in the order each setting is first seen.
-
-    Raises:
-        ValueError: a trial's status is not one of `STATUSES`.
-    """
-    _check(trials)
+    """{label: [`Trial`, ...]} in the order each setting is first seen."""
     groups = {}
     for trial in trials:
-        groups.setdefault(setting_label(trial.get("settings")), []).append(trial)
+        groups.setdefault(setting_label(trial.settings), []).append(trial)
     return groups
 
 
@@ -115,16 +91,13 @@ def summarize(trials):
     waiting trials; degenerate complete trials stay in.
 
     Args:
-        trials: the sweep's trial dicts (see the module docstring).
+        trials: the sweep's `Trial`s.
 
     Returns:
         A list of dicts with the keys of `SUMMARY_COLUMNS`: `setting` (its label), `trials`,
         `complete`, `pruned`, `failed` (counts), `mean`, `min`, `max` (None without a complete
         trial), `std` (sample std, ddof=1; None with fewer than 2 complete trials),
         `degenerate` (complete trials flagged degenerate).
-
-    Raises:
-        ValueError: a trial's status is not one of `STATUSES`.
     """
     rows = []
     for label, group in by_setting(trials).items():
@@ -137,16 +110,14 @@ def summarize(trials):
             {
                 "setting": label,
                 "trials": len(group),
-                "complete": sum(t["status"] == "complete" for t in group),
-                "pruned": sum(t["status"] == "pruned" for t in group),
-                "failed": sum(t["status"] == "failed" for t in group),
+                "complete": sum(t.status == "complete" for t in group),
+                "pruned": sum(t.status == "pruned" for t in group),
+                "failed": sum(t.status == "failed" for t in group),
                 "mean": mean,
                 "std": std,
                 "min": min(scores) if scores else None,
                 "max": max(scores) if scores else None,
-                "degenerate": sum(
-                    t["status"] == "complete" and bool(t.get("degenerate")) for t in group
-                ),
+                "degenerate": sum(t.status == "complete" and t.degenerate for t in group),
             }
         )
     return rows
@@ -317,7 +288,7 @@ def expected_max_curves(trials):
     one setting has complete trials. Settings without complete trials have no curve.
 
     Args:
-        trials: the sweep's trial dicts (see the module docstring).
+        trials: the sweep's `Trial`s.
 
     Returns:
         {label: [(n, with_replacement, without_replacement), ...]} for n = 1..N, N the number
