@@ -46,7 +46,12 @@ def main(argv):
         from training.distillation import DistillSettings
 
         return Distillation(
-            settings=DistillSettings(temperature=plan["temperature"], alpha=plan["alpha"]),
+            settings=DistillSettings(
+                temperature=plan["temperature"],
+                alpha=plan["alpha"],
+                hidden_weight=plan["hidden_weight"],
+                hidden_pairs=plan["hidden_pairs"],
+            ),
             runner=RUNNER,
             teacher_checkpoint=tf1_checkpoint.resolve_checkpoint_path(
                 TEACHER_DIR, flag="--teacher_dir"

@@ -19,7 +19,7 @@ from fileio.atomic import write_atomically
 from fileio.errors import UserError
 from fileio.flags_file import FLAGS_FILE
 from modeling.config import BertConfig
-from modeling.student_layers import parse_layers, student_config_dict
+from modeling.student_layers import parse_layer_map, parse_layers, student_config_dict
 
 RUNNERS = ("run_classifier.py", "run_ner.py", "run_squad.py")
 DISTILL_FLAGS = (
@@ -31,6 +31,8 @@ DISTILL_FLAGS = (
     "distill_alpha",
     "transfer_file",
     "transfer_format",
+    "hidden_loss_weight",
+    "hidden_layer_map",
 )
 SETTINGS_FILE = "distillation.json"
 
@@ -82,6 +84,21 @@ def define_distill_flags():
         "words split at spaces for NER), or the task's own format (a classifier's: its test "
         "file's layout, e.g. SST-2's `index<TAB>sentence` or your own files' columns, a label "
         "column optional and ignored; NER: CoNLL, tags ignored).",
+    )
+    flags.DEFINE_float(
+        "hidden_loss_weight",
+        0.0,
+        "Above 0: the student also learns the teacher's hidden states (mean squared error at the "
+        "real tokens, through a learned projection where the widths differ), this loss's "
+        "weight; the teacher's encoder then runs in every training step. 0: off.",
+    )
+    flags.DEFINE_string(
+        "hidden_layer_map",
+        None,
+        "With --hidden_loss_weight: which student hidden state learns which teacher's, as "
+        "student:teacher pairs of layers counted from 0 or embeddings:embeddings, e.g. "
+        "embeddings:embeddings,0:1,1:3 (default: the embeddings, and student layer i to teacher "
+        "layer round((i+1)*T/S)-1 of T and S layers).",
     )
 
 
@@ -147,7 +164,7 @@ def prepare_student(flag_values, runner):
 
     Returns:
         dict: `teacher_config` (a `BertConfig`), `student_layers` (a tuple or None) and the
-        `DistillSettings` values, `temperature` and `alpha`.
+        `DistillSettings` values, `temperature`, `alpha`, `hidden_weight` and `hidden_pairs`.
     """
     fv = flag_values
     teacher_dir = fv.teacher_dir
@@ -160,6 +177,15 @@ def prepare_student(flag_values, runner):
         raise UserError(f"--temperature={fv.temperature} must be above 0 (e.g. 2).")
     if not 0.0 <= fv.distill_alpha <= 1.0:
         raise UserError(f"--distill_alpha={fv.distill_alpha} must be from 0 to 1 (e.g. 0.5).")
+    if not fv.hidden_loss_weight >= 0:
+        raise UserError(
+            f"--hidden_loss_weight={fv.hidden_loss_weight} must be 0 (off) or above (e.g. 1)."
+        )
+    if fv.hidden_layer_map and not fv.hidden_loss_weight:
+        raise UserError(
+            f"--hidden_layer_map={fv.hidden_layer_map} is read only with a hidden-state loss: "
+            "pass --hidden_loss_weight above 0 (e.g. 1) too, or leave --hidden_layer_map out."
+        )
     if fv.transfer_file and runner == "run_squad.py":
         raise UserError(
             "--transfer_file is for run_classifier.py and run_ner.py teachers: SQuAD students "
@@ -198,6 +224,12 @@ def prepare_student(flag_values, runner):
         if not _same_file(fv.student_config_file, config_path):
             shutil.copyfile(fv.student_config_file, config_path)
         fv.init_checkpoint = fv.student_checkpoint
+    pairs = ()
+    if fv.hidden_loss_weight > 0:
+        student_layers = BertConfig.from_json_file(config_path).num_hidden_layers
+        pairs = parse_layer_map(
+            fv.hidden_layer_map, student_layers, teacher_config.num_hidden_layers
+        )
     fv.bert_config_file = config_path
     fv.do_train = True
     settings = {
@@ -209,6 +241,9 @@ def prepare_student(flag_values, runner):
         "transfer_file": list(fv.transfer_file),
         "transfer_format": fv.transfer_format,
     }
+    if pairs:
+        settings["hidden_loss_weight"] = fv.hidden_loss_weight
+        settings["hidden_pairs"] = [list(pair) for pair in pairs]
     write_atomically(
         os.path.join(fv.output_dir, SETTINGS_FILE), json.dumps(settings, indent=2) + "\n"
     )
@@ -217,6 +252,8 @@ def prepare_student(flag_values, runner):
         "student_layers": layers,
         "temperature": fv.temperature,
         "alpha": fv.distill_alpha,
+        "hidden_weight": fv.hidden_loss_weight,
+        "hidden_pairs": pairs,
     }
 
 

@@ -4,7 +4,8 @@ run_classifier's, run_ner's and run_squad's jobs take an optional `distillation`
 job is the same run (the same records, evaluation, prediction and output files) but for four
 points, each a method here:
 
-* `task`: the student's task trains on the teacher's outputs (`training.distillation`);
+* `task`: the student's task trains on the teacher's outputs (`training.distillation`) and,
+  with a hidden-state loss, on its encoder's hidden states (`training.hidden_states`);
 * `train_config`: the student's first weights (the teacher's layers, when taken from them)
   and the flags.txt its run records (the runner's flags, as if the runner had run);
 * `transfer_examples` / `transfer_sentences`: unlabelled text added to the training examples;
@@ -29,6 +30,7 @@ from fileio.atomic import write_atomically
 from modeling import tf1_checkpoint
 from modeling.student_layers import student_arrays
 from training.distillation import STUDENTS, TEACHER_LOGITS, TEACHERS, DistillSettings
+from training.hidden_states import HiddenStateLoss
 from training.loop import Trainer
 
 STUDENT_INIT = os.path.join("student_init", "bert_model.ckpt")
@@ -63,10 +65,19 @@ class Distillation:
     _teacher_task: object = dataclasses.field(default=None, repr=False)
 
     def task(self, task_class, bert_config, *args, **kwargs):
-        """The student's task: `task_class`'s, trained on the teacher's outputs; the teacher's
-        task is the same class with the same arguments on the teacher's config."""
+        """The student's task: `task_class`'s, trained on the teacher's outputs (and hidden
+        states, with `settings.hidden_weight`); the teacher's task is the same class with the
+        same arguments on the teacher's config."""
         self._teacher_task = lambda: TEACHERS[task_class](self.teacher_config, *args, **kwargs)
-        return STUDENTS[task_class](self.settings, bert_config, *args, **kwargs)
+        hidden = None
+        if self.settings.hidden_weight > 0:
+            hidden = HiddenStateLoss(
+                self.teacher_config,
+                self.teacher_checkpoint,
+                self.settings.hidden_pairs,
+                self.settings.hidden_weight,
+            )
+        return STUDENTS[task_class](self.settings, bert_config, *args, hidden=hidden, **kwargs)
 
     def train_config(self, train_config):
         """`train_config` with the student's first weights and the runner's flags.txt.

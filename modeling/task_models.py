@@ -23,8 +23,19 @@ def _fine_tuning_head_config(config):
     return BertConfig.from_dict({**config.to_dict(), "initializer_range": 0.02})
 
 
+def hidden_states_of(bert_outputs):
+    """The encoder's hidden states from `BertModel`'s outputs: the embeddings' output, then each
+    layer's, L + 1 of `[B, S, H]` (a distillation student's, matched to its teacher's)."""
+    return [bert_outputs["embedding_output"], *bert_outputs["all_encoder_layers"]]
+
+
 class _EncoderWithHead(ConfigSerialization, keras.Model):
-    """`self.bert` (`bert/*`) plus a head that subclasses create after calling this."""
+    """`self.bert` (`bert/*`) plus a head that subclasses create after calling this.
+
+    The fine-tuning models' `call` takes `hidden_states=True` to return `(outputs,
+    hidden_states)`: the head's outputs as without it and `hidden_states_of` the encoder, every
+    layer computed at every position.
+    """
 
     def __init__(self, config, name, **kwargs):
         super().__init__(name=name, **kwargs)
@@ -107,15 +118,20 @@ class BertClassifier(_EncoderWithHead):
         )
         self.build()
 
-    def call(self, inputs, training=False):
+    def call(self, inputs, training=False, hidden_states=False):
         """Args: BertModel's input dict. Returns float32 logits `[B, C]`.
 
         The head reads the last layer at [CLS] only, so that layer computes that one row
-        (`output_positions` of `BertModel`; keys and values from every position).
+        (`output_positions` of `BertModel`; keys and values from every position), but with
+        `hidden_states` (see `_EncoderWithHead`), which need every row.
         """
-        first = tf.zeros_like(tf.cast(inputs["input_ids"], tf.int32)[:, :1])
-        out = self.bert({**inputs, "output_positions": first}, training=training)
-        return self.classifier(out["pooled_output"], training=training)
+        if hidden_states:
+            out = self.bert(inputs, training=training)
+        else:
+            first = tf.zeros_like(tf.cast(inputs["input_ids"], tf.int32)[:, :1])
+            out = self.bert({**inputs, "output_positions": first}, training=training)
+        logits = self.classifier(out["pooled_output"], training=training)
+        return (logits, hidden_states_of(out)) if hidden_states else logits
 
 
 class BertSpanModel(_EncoderWithHead):
@@ -141,10 +157,12 @@ class BertSpanModel(_EncoderWithHead):
         self.span = SpanHead(_fine_tuning_head_config(config))
         self.build()
 
-    def call(self, inputs, training=False):
-        """Args: BertModel's input dict. Returns (start_logits, end_logits), float32 `[B, S]`."""
-        sequence = self.bert(inputs, training=training)["sequence_output"]
-        return self.span(sequence)
+    def call(self, inputs, training=False, hidden_states=False):
+        """Args: BertModel's input dict. Returns (start_logits, end_logits), float32 `[B, S]`
+        (and the hidden states with `hidden_states`, see `_EncoderWithHead`)."""
+        out = self.bert(inputs, training=training)
+        logits = self.span(out["sequence_output"])
+        return (logits, hidden_states_of(out)) if hidden_states else logits
 
 
 class BertTokenClassifier(_EncoderWithHead):
@@ -177,7 +195,9 @@ class BertTokenClassifier(_EncoderWithHead):
         )
         self.build()
 
-    def call(self, inputs, training=False):
-        """Args: BertModel's input dict. Returns float32 logits `[B, S, C]`."""
-        sequence = self.bert(inputs, training=training)["sequence_output"]
-        return self.classifier(sequence, training=training)
+    def call(self, inputs, training=False, hidden_states=False):
+        """Args: BertModel's input dict. Returns float32 logits `[B, S, C]` (and the hidden
+        states with `hidden_states`, see `_EncoderWithHead`)."""
+        out = self.bert(inputs, training=training)
+        logits = self.classifier(out["sequence_output"], training=training)
+        return (logits, hidden_states_of(out)) if hidden_states else logits

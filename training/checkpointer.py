@@ -197,7 +197,9 @@ class StopRequest:
 def export_original(variable_map, output_dir, config_json):
     """Writes `bert_model.ckpt` (the weights of `variable_map`, original name -> variable) and
     `bert_config.json` (`config_json`, a `BertConfig`) in `output_dir`; returns the prefix."""
-    arrays = tf1_checkpoint.variables_to_arrays(variable_map)
+    # Training state kept beside the weights (a distillation's projection) is no weight.
+    weights = {n: v for n, v in variable_map.items() if not tf1_checkpoint.is_training_state(n)}
+    arrays = tf1_checkpoint.variables_to_arrays(weights)
     prefix = tf1_checkpoint.save_tf1_checkpoint(arrays, f"{output_dir}/bert_model.ckpt")
     config_json.to_json_file(f"{output_dir}/bert_config.json")
     logging.info("Exported %s and bert_config.json", prefix)

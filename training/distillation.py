@@ -18,12 +18,17 @@ from the teacher's score (no temperature).
 keeps the task's terms and their denominators: the mean over the real examples (classifier),
 the labelled tokens (NER) or twice the batch (SQuAD's start and end). Evaluation and prediction
 batches carry no teacher outputs and are the task's own.
+
+With `hidden_weight` > 0 the student also matches the teacher's hidden states, a loss term of
+its own (`training.hidden_states`: the teacher's encoder runs in the training step); at 0 the
+task is exactly the one without it.
 """
 
 import dataclasses
 
 import tensorflow as tf
 
+from training.hidden_states import HIDDEN_LOSS
 from training.tasks import ClassifierTask, NerTask, SquadTask
 
 TEACHER_LOGITS = "teacher_logits"
@@ -38,10 +43,15 @@ class DistillSettings:
         temperature: T, dividing both models' logits before the softmax (sigmoid).
         alpha: the soft targets' weight `a` in an example with a gold label (1 - alpha: the
             gold label's); examples without one learn from the soft targets alone.
+        hidden_weight: the hidden-state loss's weight (`--hidden_loss_weight`); 0: none.
+        hidden_pairs: (student, teacher) hidden-state numbers it matches (0 the embeddings,
+            k layer k - 1; `--hidden_layer_map`).
     """
 
     temperature: float = 2.0
     alpha: float = 0.5
+    hidden_weight: float = 0.0
+    hidden_pairs: tuple = ()
 
 
 def softmax_kl(teacher_logits, student_logits, temperature):
@@ -110,17 +120,57 @@ class _Distilled:
     Args:
         settings: `DistillSettings`.
         *args, **kwargs: the task class's own.
+        hidden: None, or a `training.hidden_states.HiddenStateLoss` (with `hidden_weight` >
+            0): one more loss term, the hidden states'. Batches without teacher outputs give
+            it 0 over a weight of 1.
     """
 
-    def __init__(self, settings, *args, **kwargs):
+    def __init__(self, settings, *args, hidden=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.distill = settings
+        self.hidden = hidden
+        if hidden is not None:
+            self.loss_epsilons = (*self.loss_epsilons, 0.0)
+
+    def build_model(self, gradient_checkpointing=False):
+        model = super().build_model(gradient_checkpointing)
+        if self.hidden is not None:
+            self.hidden.build(self.config)
+        return model
+
+    def variable_map(self):
+        extra = self.hidden.variable_map() if self.hidden is not None else {}
+        return {**super().variable_map(), **extra}
+
+    def trainable_variables(self):
+        extra = self.hidden.trainable_variables() if self.hidden is not None else []
+        return [*super().trainable_variables(), *extra]
+
+    def loss_weights(self, features):
+        weights = super().loss_weights(features)
+        if self.hidden is None:
+            return weights
+        if TEACHER_LOGITS not in features:
+            return [*weights, tf.constant(1.0)]
+        return [*weights, self.hidden.token_count(features)]
+
+    def loss_numerators(self, aux):
+        terms = super().loss_numerators(aux)
+        if self.hidden is None:
+            return terms
+        return [*terms, aux.get(HIDDEN_LOSS, tf.constant(0.0))]
 
     def forward(self, features, training):
-        aux = super().forward(features, training)
         if TEACHER_LOGITS not in features:
-            return aux
-        return self.distilled(aux, features[TEACHER_LOGITS], _gold(features))
+            return super().forward(features, training)
+        if self.hidden is None:
+            aux = super().forward(features, training)
+            return self.distilled(aux, features[TEACHER_LOGITS], _gold(features))
+        outputs, states = self.model(features, training=training, hidden_states=True)
+        aux = self.distilled(
+            self.aux_of(outputs, features), features[TEACHER_LOGITS], _gold(features)
+        )
+        return {**aux, HIDDEN_LOSS: self.hidden.loss_sum(features, states)}
 
     def distilled(self, aux, teacher_logits, gold):
         """The task's `aux` with its loss replaced by the distillation loss."""

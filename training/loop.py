@@ -69,7 +69,7 @@ class Trainer:
             # The loop all-reduces and clips the global gradient itself.
             self.optimizer.aggregate_gradients = False
             # Slots must exist before the first distributed step.
-            self.optimizer.build(self.model.trainable_variables)
+            self.optimizer.build(task.trainable_variables())
             self.loss_scale = DynamicLossScale(config.precision == "mixed_float16")
         extra = {**_seed_state(self.model), **self.loss_scale.checkpoint_state()}
         self.checkpointer = TrainingCheckpointer(
@@ -156,7 +156,7 @@ class Trainer:
 
     def _clip_and_apply(self, loss, grads):
         """Unscales and clips the summed gradients, then updates the variables."""
-        tvars = self.model.trainable_variables
+        tvars = self.task.trainable_variables()
         grads, _ = tf.clip_by_global_norm(self.loss_scale.unscale(grads), self.config.clip_norm)
         self.loss_scale.apply_if_finite(
             grads,
@@ -167,7 +167,7 @@ class Trainer:
 
     def _micro_loss_and_grads(self, features, denominators):
         """Loss of one micro-batch (over the global denominators) and its scaled gradients."""
-        tvars = self.model.trainable_variables
+        tvars = self.task.trainable_variables()
         with tf.GradientTape() as tape:
             aux = self.task.forward(features, training=True)
             terms = self.task.loss_numerators(aux)

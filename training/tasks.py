@@ -72,8 +72,17 @@ class Task:
         """Per-term weights of the batch, from its features alone (no model call)."""
         raise NotImplementedError
 
+    def trainable_variables(self):
+        """What the optimizer trains: the model's trainable variables (a task with weights of
+        its own outside the model adds them)."""
+        return self.model.trainable_variables
+
     def forward(self, features, training):
         """Runs the model; a dict of tensors ("aux") for the loss, metrics and outputs."""
+        return self.aux_of(self.model(features, training=training), features)
+
+    def aux_of(self, outputs, features):
+        """The aux of the model's `outputs` on the batch `features`."""
         raise NotImplementedError
 
     def loss_numerators(self, aux):
@@ -125,9 +134,8 @@ class PretrainingTask(Task):
         batch = tf.cast(tf.shape(features["input_ids"])[0], tf.float32)
         return [tf.reduce_sum(weights), batch]
 
-    def forward(self, features, training):
-        """Runs the model; returns per-prediction and per-example losses and logits."""
-        out = self.model(features, training=training)
+    def aux_of(self, out, features):
+        """Per-prediction and per-example losses and logits."""
         mlm_logits = out["masked_lm_logits"]
         mlm_ids = tf.reshape(features["masked_lm_ids"], [-1])
         mlm_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(mlm_ids, mlm_logits)
@@ -229,8 +237,7 @@ class ClassifierTask(Task):
     def loss_weights(self, features):
         return [tf.reduce_sum(self._real(features))]
 
-    def forward(self, features, training):
-        logits = self.model(features, training=training)
+    def aux_of(self, logits, features):
         if self.multi_label:
             labels = tf.reshape(features["label_ids"], [-1, self.num_labels])
             targets = tf.cast(labels, logits.dtype)
@@ -304,8 +311,8 @@ class SquadTask(Task):
         twice_batch = 2.0 * tf.cast(tf.shape(features["input_ids"])[0], tf.float32)
         return [twice_batch, twice_batch]
 
-    def forward(self, features, training):
-        start_logits, end_logits = self.model(features, training=training)
+    def aux_of(self, outputs, features):
+        start_logits, end_logits = outputs
         aux = {"start_logits": start_logits, "end_logits": end_logits}
         if "unique_ids" in features:
             aux["unique_ids"] = tf.reshape(features["unique_ids"], [-1])
@@ -361,8 +368,7 @@ class NerTask(Task):
     def loss_weights(self, features):
         return [tf.reduce_sum(tf.cast(features["label_ids"] >= 0, tf.float32))]
 
-    def forward(self, features, training):
-        logits = self.model(features, training=training)
+    def aux_of(self, logits, features):
         labels = tf.cast(features["label_ids"], tf.int32)
         labelled = tf.cast(labels >= 0, tf.float32)
         token_loss = labelled * tf.nn.sparse_softmax_cross_entropy_with_logits(

@@ -200,3 +200,120 @@ def test_batches_without_teacher_outputs_keep_the_task_loss():
         aux["per_example_loss"].numpy(), _ce(aux["logits"].numpy(), labels), rtol=1e-5
     )
     assert tf.is_tensor(aux["logits"])
+
+
+# ----- the hidden-state loss (training/hidden_states.py) -------------------------------------
+
+
+def _teacher_checkpoint(tmp_path, config, num_labels=C):
+    """A classifier teacher's checkpoint of `config`, new weights; (prefix, arrays)."""
+    from modeling import tf1_checkpoint
+    from training.tasks import ClassifierTask
+
+    teacher = ClassifierTask(config, num_labels)
+    teacher.build_model()
+    arrays = tf1_checkpoint.variables_to_arrays(teacher.variable_map())
+    prefix = tf1_checkpoint.save_tf1_checkpoint(arrays, str(tmp_path / "teacher" / "model.ckpt"))
+    return prefix, arrays
+
+
+def _hidden_task(teacher_config, prefix, student_config, pairs, weight):
+    from training.hidden_states import HiddenStateLoss
+
+    settings = DistillSettings(2.0, 0.5, hidden_weight=weight, hidden_pairs=pairs)
+    hidden = HiddenStateLoss(teacher_config, prefix, pairs, weight)
+    task = DistilledClassifierTask(settings, student_config, C, dropout_rate=0.0, hidden=hidden)
+    task.build_model()
+    return task
+
+
+def _teacher_states(teacher_config, prefix, features):
+    """The teacher's hidden states by a model of its own, loaded from its checkpoint."""
+    from modeling import BertModel
+    from modeling.task_models import hidden_states_of
+    from modeling.tf1_checkpoint import load_tf1_checkpoint
+
+    bert = BertModel(teacher_config)
+    load_tf1_checkpoint(prefix, bert_model=bert)
+    return [h.numpy() for h in hidden_states_of(bert(features, training=False))]
+
+
+def test_hidden_loss_by_hand(tmp_path):
+    """A student half the teacher's width: projection, layer map and real tokens by hand."""
+    from training.hidden_states import HIDDEN_LOSS
+
+    rng = np.random.default_rng(6)
+    teacher_config = tiny_config(num_hidden_layers=4, hidden_dropout_prob=0.0)
+    student_config = tiny_config(hidden_size=16, intermediate_size=24, hidden_dropout_prob=0.0)
+    prefix, _ = _teacher_checkpoint(tmp_path, teacher_config)
+    pairs = ((0, 0), (1, 3), (2, 4))
+    task = _hidden_task(teacher_config, prefix, student_config, pairs, 0.7)
+    features = _inputs(rng, [8, 5, 3, 6])
+    real = np.array([1, 1, 1, 0], np.int32)
+    batch = {
+        **features,
+        "label_ids": np.array([0, 2, 1, 2], np.int32),
+        "is_real_example": real,
+        "teacher_logits": rng.normal(0, 2, (B, C)).astype(np.float32),
+    }
+    aux = task.forward(batch, training=False)
+
+    _, student = task.model(features, training=False, hidden_states=True)
+    kernel, bias = (v.numpy() for v in task.hidden.trainable_variables())
+    assert kernel.shape == (16, 32) and bias.shape == (32,)
+    teacher = _teacher_states(teacher_config, prefix, features)
+    tokens = features["input_mask"] * real[:, None]
+    squared = [((student[s].numpy() @ kernel + bias - teacher[t]) ** 2).mean(-1) for s, t in pairs]
+    expected = 0.7 * (sum(squared) / len(pairs) * tokens).sum() / tokens.sum()
+    numerators = task.loss_numerators(aux)
+    weights = task.loss_weights(batch)
+    assert len(numerators) == len(weights) == len(task.loss_epsilons) == 2
+    assert float(weights[1]) == tokens.sum() == 8 + 5 + 3
+    np.testing.assert_allclose(float(aux[HIDDEN_LOSS]) / float(weights[1]), expected, rtol=1e-5)
+    # The projection trains with the student and is kept as training state, not as a weight.
+    names = [n for n in task.variable_map() if "hidden_projection" in n]
+    assert names == [
+        "_training_state/hidden_projection/kernel",
+        "_training_state/hidden_projection/bias",
+    ]
+    assert task.trainable_variables()[-2:] == task.hidden.trainable_variables()
+    assert not task.hidden.teacher.trainable_variables
+    # Evaluation batches (no teacher outputs): the term is 0 over 1, the task's loss alone.
+    plain = {k: v for k, v in batch.items() if k != "teacher_logits"}
+    assert float(task.loss_numerators(task.forward(plain, False))[1]) == 0.0
+    assert float(task.loss_weights(plain)[1]) == 1.0
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_student_of_the_teachers_first_layers_matches_it_exactly(tmp_path, packed):
+    """A student of teacher layers 0 and 1 (same width, no dropout), paired with them: its
+    hidden-state loss is exactly 0 at its first training step, on the real tokens alone too."""
+    from data.records.batching import _token_positions
+    from modeling import tf1_checkpoint
+    from modeling.student_layers import parse_layer_map, student_arrays
+    from training.hidden_states import HIDDEN_LOSS
+
+    rng = np.random.default_rng(7)
+    no_dropout = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    teacher_config = tiny_config(num_hidden_layers=3, **no_dropout)
+    prefix, arrays = _teacher_checkpoint(tmp_path, teacher_config)
+    pairs = parse_layer_map("embeddings:embeddings,0:0,1:1", 2, 3)
+    task = _hidden_task(teacher_config, prefix, tiny_config(**no_dropout), pairs, 1.0)
+    assert task.hidden.projection is None and task.trainable_variables() == (
+        task.model.trainable_variables
+    )
+    tf1_checkpoint.assign_arrays(task.variable_map(), student_arrays(arrays, (0, 1)))
+    features = _inputs(rng, [8, 5, 3, 6])
+    if packed:
+        features["token_positions"] = _token_positions(features["input_mask"], 1, S)[0]
+    batch = {
+        **features,
+        "label_ids": np.array([0, 2, 1, 2], np.int32),
+        "teacher_logits": rng.normal(0, 2, (B, C)).astype(np.float32),
+    }
+    aux = task.forward(batch, training=True)
+    assert float(aux[HIDDEN_LOSS]) == 0.0
+    # The default map pairs student layer 1 with teacher layer 2, which it is not.
+    task.hidden.pairs = parse_layer_map(None, 2, 3)
+    assert task.hidden.pairs == ((0, 0), (1, 2), (2, 3))
+    assert float(task.forward(batch, training=True)[HIDDEN_LOSS]) > 0.0
