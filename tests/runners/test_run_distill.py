@@ -1,7 +1,9 @@
 """run_distill.py end to end on tiny teachers: a classifier student of the teacher's own layers
 (its starting weights, its stored teacher outputs, its run folder) exported by export_model.py
-(float32 and int8) and converted by convert_checkpoint.py, a resume mid-run bit-equal to the run that was not stopped, NER with
-unlabelled transfer text, SQuAD, and the refusals before TensorFlow loads."""
+(float32 and int8) and converted by convert_checkpoint.py, a resume mid-run bit-equal to the run
+that was not stopped, a narrower student that also learns the teacher's hidden states (its
+projection saved and resumed, never exported; with two replicas, float16 and accumulation), NER
+with unlabelled transfer text, SQuAD, and the refusals before TensorFlow loads."""
 
 import json
 import os
@@ -28,10 +30,10 @@ def _script(name, *flags):
     return result
 
 
-def _arrays(prefix):
+def _arrays(prefix, include_optimizer=False):
     from modeling import tf1_checkpoint
 
-    return tf1_checkpoint.read_checkpoint(str(prefix))
+    return tf1_checkpoint.read_checkpoint(str(prefix), include_optimizer=include_optimizer)
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +192,119 @@ def test_resume_mid_run_is_bit_equal(root, classifier_teacher, classifier_studen
         np.testing.assert_array_equal(final[name], uninterrupted[name], err_msg=name)
 
 
+def _distil_with_hidden_states(root, teacher, out, *extra):
+    """A student half the teacher's width (new weights, 2 of its 4 layers' depth) that also
+    learns its hidden states, through the projection."""
+    small = root / "narrow_config.json"
+    write_tiny_config(
+        small, vocab_size=len(VOCAB), num_hidden_layers=2, hidden_size=16, intermediate_size=24
+    )
+    return _script(
+        "run_distill.py",
+        f"--teacher_dir={teacher}",
+        f"--student_config_file={small}",
+        f"--output_dir={out}",
+        "--hidden_loss_weight=2",
+        "--num_train_epochs=3",
+        "--save_checkpoints_steps=8",
+        "--eval_every_steps=12",
+        "--keep_checkpoint_max=10",
+        *extra,
+    )
+
+
+@pytest.fixture(scope="module")
+def hidden_student(root, classifier_teacher):
+    out = root / "sst2_hidden"
+    _distil_with_hidden_states(root, classifier_teacher, out)
+    return out
+
+
+@pytest.mark.slow
+def test_hidden_state_student_keeps_its_projection_out_of_its_weights(root, hidden_student):
+    out = hidden_student
+    settings = json.loads((out / "distillation.json").read_text())
+    # The default map: embeddings, then student layers 0 and 1 to teacher layers 1 and 3.
+    assert settings["hidden_pairs"] == [[0, 0], [1, 2], [2, 4]]
+    assert "--hidden_loss_weight" not in (out / "flags.txt").read_text()
+    # The training checkpoint holds the projection and its slots, as training state.
+    state = _arrays(out / "model.ckpt-24", include_optimizer=True)
+    projection = "_training_state/hidden_projection/kernel"
+    assert state[projection].shape == (16, 32)
+    assert {projection + "/adam_m", projection + "/adam_v"} <= state.keys()
+    # The weights every reader takes are the student's alone: no projection, no teacher.
+    weights = _arrays(out / "model.ckpt-24")
+    assert not [n for n in weights if "projection" in n or "teacher" in n]
+    assert weights["bert/encoder/layer_1/output/dense/kernel"].shape == (24, 16)
+    best = _arrays(out / "best_checkpoint" / "bert_model.ckpt", include_optimizer=True)
+    assert best.keys() == weights.keys()
+    converted = root / "hidden_tf1"
+    _script(
+        "convert_checkpoint.py",
+        f"--input_checkpoint={out}",
+        "--output_format=tf1",
+        f"--output_dir={converted}",
+    )
+    assert _arrays(converted / "bert_model.ckpt", include_optimizer=True).keys() == weights.keys()
+    export = root / "hidden_export"
+    _script(
+        "export_model.py",
+        "--task=classifier",
+        f"--checkpoint={out}",
+        f"--bert_config_file={out / 'bert_config.json'}",
+        f"--vocab_file={root / 'vocab.txt'}",
+        f"--export_dir={export}",
+    )
+    assert (export / "saved_model.pb").is_file()
+
+
+@pytest.mark.slow
+def test_hidden_state_student_resumes_bit_equal(root, classifier_teacher, hidden_student):
+    """Stopped after step 8 and resumed: the same weights, projection and slots at step 24."""
+    resumed = root / "sst2_hidden_resumed"
+    shutil.copytree(hidden_student, resumed)
+    for path in resumed.glob("model.ckpt-*"):
+        if int(path.name.split("-")[1].split(".")[0]) > 8:
+            path.unlink()
+    (resumed / "checkpoint").unlink()
+    (resumed / "eval_history.jsonl").unlink()
+    shutil.rmtree(resumed / "best_checkpoint")
+    result = _distil_with_hidden_states(root, classifier_teacher, resumed)
+    assert "model.ckpt-8 at step 8" in result.stderr
+    final = _arrays(resumed / "model.ckpt-24", include_optimizer=True)
+    uninterrupted = _arrays(hidden_student / "model.ckpt-24", include_optimizer=True)
+    assert final.keys() == uninterrupted.keys()
+    assert "_training_state/hidden_projection/bias/adam_v" in final
+    for name in final:
+        np.testing.assert_array_equal(final[name], uninterrupted[name], err_msg=name)
+
+
+@pytest.mark.slow
+def test_hidden_state_student_on_two_replicas_in_float16_with_accumulation(
+    root, classifier_teacher
+):
+    """The teacher's encoder runs on each replica's micro-batches, cut to their own length,
+    in the policy's dtype; the loss stays finite and the projection trains."""
+    out = root / "sst2_hidden_mirrored"
+    _distil_with_hidden_states(
+        root,
+        classifier_teacher,
+        out,
+        "--strategy=mirrored",
+        "--num_cpu_devices=2",
+        "--precision=mixed_float16",
+        "--num_accumulation_steps=2",
+        "--eval_every_steps=0",
+    )
+    state = _arrays(out / "model.ckpt-24", include_optimizer=True)
+    assert np.isfinite(state["_training_state/hidden_projection/kernel"]).all()
+    start = _arrays(out / "model.ckpt-8", include_optimizer=True)
+    assert not np.array_equal(
+        start["_training_state/hidden_projection/kernel"],
+        state["_training_state/hidden_projection/kernel"],
+    )
+
+
 def _conll_slice(directory, sentences):
     directory.mkdir()
     for name, count in (("train", sentences), ("dev", 20)):
@@ -287,6 +402,26 @@ def test_refusals_name_the_flag(tmp_path, extra, message):
         (["--output_dir={teacher}", "--student_layers=1"], "Pass --output_dir: the student's own"),
         (["--output_dir={out}", "--student_layers=3,1"], "--student_layers=3,1 is not a list"),
         (["--output_dir={out}", "--student_layers=1", "--temperature=0"], "--temperature=0.0"),
+        (
+            ["--output_dir={out}", "--student_layers=1,3", "--hidden_loss_weight=-1"],
+            "--hidden_loss_weight=-1.0 must be 0 (off) or above",
+        ),
+        (
+            ["--output_dir={out}", "--student_layers=1,3", "--hidden_layer_map=0:1"],
+            "--hidden_layer_map=0:1 is read only with a hidden-state loss: pass "
+            "--hidden_loss_weight above 0",
+        ),
+        (
+            [
+                "--output_dir={out}",
+                "--student_layers=1,3",
+                "--hidden_loss_weight=1",
+                "--hidden_layer_map=0:1,1:4",
+            ],
+            "--hidden_layer_map=0:1,1:4 cannot be used: '4' is no teacher layer (0 to 3, or "
+            "embeddings); pass student:teacher pairs of layers counted from 0, e.g. "
+            "--hidden_layer_map=embeddings:embeddings,0:1,1:3 (the default).",
+        ),
     ],
 )
 def test_refusals_with_a_teacher(classifier_teacher, tmp_path, extra, message):
