@@ -14,9 +14,11 @@ either some of the teacher's own layers or a checkpoint of any smaller size:
 
 The teacher's logits over the training data (and --transfer_file's text) are computed once and
 stored beside the training records; the student then trains on them, mixed with the gold labels
-(`training/distillation.py`), with the runner's own loop, optimizer and schedule. Its
---output_dir is a run of the teacher's runner (flags.txt, labels, eval and prediction files,
-checkpoints), so export_model.py, serve.py and convert_checkpoint.py take it unchanged, with
+(`training/distillation.py`), with the runner's own loop, optimizer and schedule; with
+--hidden_loss_weight it also learns the teacher's hidden states, the teacher's encoder running
+in each training step (`training/hidden_states.py`). Its --output_dir is a run of the
+teacher's runner (flags.txt, labels, eval and prediction files, checkpoints), so
+export_model.py, serve.py and convert_checkpoint.py take it unchanged, with
 --bert_config_file=<output_dir>/bert_config.json. See docs/distillation.md.
 """
 
