@@ -72,19 +72,52 @@ def classifier_teacher(root):
     return out
 
 
-def _distil_classifier(teacher, out):
+def _distil_for_24_steps(teacher, out, *flags):
+    """A classifier student of 24 steps (3 epochs of 64 examples), checkpoints every 8 kept."""
     return _script(
         "run_distill.py",
         f"--teacher_dir={teacher}",
-        "--student_layers=1,3",
         f"--output_dir={out}",
-        "--do_predict",
         "--num_train_epochs=3",
         "--save_checkpoints_steps=8",
         "--keep_checkpoint_max=10",
+        *flags,
+    )
+
+
+def _distil_classifier(teacher, out):
+    return _distil_for_24_steps(
+        teacher,
+        out,
+        "--student_layers=1,3",
+        "--do_predict",
         "--temperature=2",
         "--distill_alpha=0.7",
     )
+
+
+def _stopped_after_step_8(run, copy):
+    """A copy of `run`'s folder as the run would have left it, stopped after step 8."""
+    shutil.copytree(run, copy)
+    for path in copy.glob("model.ckpt-*"):
+        if int(path.name.split("-")[1].split(".")[0]) > 8:
+            path.unlink()
+    (copy / "checkpoint").unlink()
+
+
+def _export_classifier(root, run, name, *flags):
+    """export_model.py of a classifier student's run folder into root/name, as of any run."""
+    export = root / name
+    _script(
+        "export_model.py",
+        "--task=classifier",
+        f"--checkpoint={run}",
+        f"--bert_config_file={run / 'bert_config.json'}",
+        f"--vocab_file={root / 'vocab.txt'}",
+        f"--export_dir={export}",
+        *flags,
+    )
+    return export
 
 
 @pytest.fixture(scope="module")
@@ -126,16 +159,7 @@ def test_classifier_student_is_a_run_of_run_classifier(
     assert results["global_step"] == "24"  # int(64 / 8 * 3)
     # export_model.py takes it as any run: float32 and int8.
     for extra in ([], ["--quantize=int8"]):
-        export = root / f"export{len(extra)}"
-        _script(
-            "export_model.py",
-            "--task=classifier",
-            f"--checkpoint={out}",
-            f"--bert_config_file={out / 'bert_config.json'}",
-            f"--vocab_file={root / 'vocab.txt'}",
-            f"--export_dir={export}",
-            *extra,
-        )
+        export = _export_classifier(root, out, f"export{len(extra)}", *extra)
         assert (export / ("model.tflite" if extra else "saved_model.pb")).is_file()
     # convert_checkpoint.py reads its config (2 layers), labels and casing from the run.
     hf = root / "student_hf"
@@ -174,11 +198,7 @@ def test_classifier_transfer_text_in_the_tasks_format(root, classifier_teacher):
 def test_resume_mid_run_is_bit_equal(root, classifier_teacher, classifier_student):
     """The student's folder as a run stopped after step 8 left it, resumed: the same weights."""
     resumed = root / "sst2_resumed"
-    shutil.copytree(classifier_student, resumed)
-    for path in resumed.glob("model.ckpt-*"):
-        if int(path.name.split("-")[1].split(".")[0]) > 8:
-            path.unlink()
-    (resumed / "checkpoint").unlink()
+    _stopped_after_step_8(classifier_student, resumed)
     # The run wrote its absolute paths into its own files; the copy keeps the original's.
     result = _distil_classifier(classifier_teacher, resumed)
     assert "Teacher outputs read from" in result.stderr
@@ -199,16 +219,12 @@ def _distil_with_hidden_states(root, teacher, out, *extra):
     write_tiny_config(
         small, vocab_size=len(VOCAB), num_hidden_layers=2, hidden_size=16, intermediate_size=24
     )
-    return _script(
-        "run_distill.py",
-        f"--teacher_dir={teacher}",
+    return _distil_for_24_steps(
+        teacher,
+        out,
         f"--student_config_file={small}",
-        f"--output_dir={out}",
         "--hidden_loss_weight=2",
-        "--num_train_epochs=3",
-        "--save_checkpoints_steps=8",
         "--eval_every_steps=12",
-        "--keep_checkpoint_max=10",
         *extra,
     )
 
@@ -246,27 +262,14 @@ def test_hidden_state_student_keeps_its_projection_out_of_its_weights(root, hidd
         f"--output_dir={converted}",
     )
     assert _arrays(converted / "bert_model.ckpt", include_optimizer=True).keys() == weights.keys()
-    export = root / "hidden_export"
-    _script(
-        "export_model.py",
-        "--task=classifier",
-        f"--checkpoint={out}",
-        f"--bert_config_file={out / 'bert_config.json'}",
-        f"--vocab_file={root / 'vocab.txt'}",
-        f"--export_dir={export}",
-    )
-    assert (export / "saved_model.pb").is_file()
+    assert (_export_classifier(root, out, "hidden_export") / "saved_model.pb").is_file()
 
 
 @pytest.mark.slow
 def test_hidden_state_student_resumes_bit_equal(root, classifier_teacher, hidden_student):
     """Stopped after step 8 and resumed: the same weights, projection and slots at step 24."""
     resumed = root / "sst2_hidden_resumed"
-    shutil.copytree(hidden_student, resumed)
-    for path in resumed.glob("model.ckpt-*"):
-        if int(path.name.split("-")[1].split(".")[0]) > 8:
-            path.unlink()
-    (resumed / "checkpoint").unlink()
+    _stopped_after_step_8(hidden_student, resumed)
     (resumed / "eval_history.jsonl").unlink()
     shutil.rmtree(resumed / "best_checkpoint")
     result = _distil_with_hidden_states(root, classifier_teacher, resumed)
