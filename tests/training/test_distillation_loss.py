@@ -1,6 +1,9 @@
 """The distillation loss (training/distillation.py) against a hand computation in numpy: the
 temperature and its T^2 scaling, the mixing weight, examples without a gold label, NER's masked
-tokens and SQuAD's start and end; and the task's own loss where a batch has no teacher outputs."""
+tokens and SQuAD's start and end; and the task's own loss where a batch has no teacher outputs.
+The hidden-state loss (training/hidden_states.py) likewise: real tokens, projection and layer
+map by hand, exactly 0 for a student of the teacher's own first layers paired with them, and
+the tasks' own terms unchanged beside it."""
 
 import numpy as np
 import pytest
@@ -217,12 +220,15 @@ def _teacher_checkpoint(tmp_path, config, num_labels=C):
     return prefix, arrays
 
 
-def _hidden_task(teacher_config, prefix, student_config, pairs, weight):
+def _hidden_task(teacher_config, prefix, student_config, pairs, weight, cls=None, args=(C,)):
+    """A student task (a classifier's by default) with the hidden-state loss."""
     from training.hidden_states import HiddenStateLoss
 
     settings = DistillSettings(2.0, 0.5, hidden_weight=weight, hidden_pairs=pairs)
     hidden = HiddenStateLoss(teacher_config, prefix, pairs, weight)
-    task = DistilledClassifierTask(settings, student_config, C, dropout_rate=0.0, hidden=hidden)
+    kwargs = {"dropout_rate": 0.0} if args else {}
+    cls = cls or DistilledClassifierTask
+    task = cls(settings, student_config, *args, hidden=hidden, **kwargs)
     task.build_model()
     return task
 
@@ -317,3 +323,43 @@ def test_student_of_the_teachers_first_layers_matches_it_exactly(tmp_path, packe
     task.hidden.pairs = parse_layer_map(None, 2, 3)
     assert task.hidden.pairs == ((0, 0), (1, 2), (2, 3))
     assert float(task.forward(batch, training=True)[HIDDEN_LOSS]) > 0.0
+
+
+@pytest.mark.parametrize("student_class", [DistilledNerTask, DistilledSquadTask])
+def test_token_tasks_add_the_hidden_term_and_keep_their_own(tmp_path, student_class):
+    """NER and SQuAD students: the task's loss exactly as without the hidden states, plus the
+    term; a student with all of the teacher's weights matches it exactly (identity map)."""
+    from modeling import tf1_checkpoint
+    from modeling.student_layers import even_layer_map
+    from training.hidden_states import HIDDEN_LOSS
+
+    rng = np.random.default_rng(8)
+    config = tiny_config(hidden_dropout_prob=0.0)
+    prefix, arrays = _teacher_checkpoint(tmp_path, config)
+    args = (C,) if student_class is DistilledNerTask else ()
+    kwargs = {"dropout_rate": 0.0} if args else {}
+    plain = _task(student_class, DistillSettings(2.0, 0.5), *args, **kwargs)
+    task = _hidden_task(config, prefix, config, even_layer_map(2, 2), 1.0, student_class, args)
+    # The teacher's encoder; the task head (none in a classifier's checkpoint) as the plain
+    # student's.
+    tf1_checkpoint.assign_arrays(plain.variable_map(), arrays, strict=False)
+    weights = tf1_checkpoint.variables_to_arrays(plain.variable_map())
+    tf1_checkpoint.assign_arrays(task.variable_map(), weights)
+    features = _inputs(rng, [8, 5, 3, 6])
+    if args:
+        labels = np.where(features["input_mask"] > 0, 1, -1).astype(np.int32)
+        batch = {**features, "label_ids": labels, "teacher_logits": np.zeros((B, S, C), "f")}
+    else:
+        positions = np.array([1, 2, 1, 3], np.int32)
+        batch = {
+            **features,
+            "start_positions": positions,
+            "end_positions": positions + 1,
+            "teacher_logits": rng.normal(0, 2, (B, 2, S)).astype(np.float32),
+        }
+    expected, aux = plain.forward(batch, False), task.forward(batch, False)
+    assert set(aux) == {*expected, HIDDEN_LOSS}
+    for key, value in expected.items():
+        np.testing.assert_array_equal(aux[key].numpy(), value.numpy(), err_msg=key)
+    assert float(aux[HIDDEN_LOSS]) == 0.0
+    assert len(task.loss_numerators(aux)) == len(plain.loss_numerators(expected)) + 1
