@@ -226,10 +226,12 @@ def prepare_student(flag_values, runner):
         fv.init_checkpoint = fv.student_checkpoint
     pairs = ()
     if fv.hidden_loss_weight > 0:
-        student_layers = BertConfig.from_json_file(config_path).num_hidden_layers
+        student = BertConfig.from_json_file(config_path)
         pairs = parse_layer_map(
-            fv.hidden_layer_map, student_layers, teacher_config.num_hidden_layers
+            fv.hidden_layer_map, student.num_hidden_layers, teacher_config.num_hidden_layers
         )
+        if student.hidden_size != teacher_config.hidden_size:
+            _check_projection_resumable(fv.output_dir)
     fv.bert_config_file = config_path
     fv.do_train = True
     settings = {
@@ -255,6 +257,22 @@ def prepare_student(flag_values, runner):
         "hidden_weight": fv.hidden_loss_weight,
         "hidden_pairs": pairs,
     }
+
+
+def _check_projection_resumable(output_dir):
+    """Refuses to resume, with the hidden-state loss's projection, a run trained without it
+    (its checkpoints have no projection to restore)."""
+    path = os.path.join(output_dir, SETTINGS_FILE)
+    if not (reading.is_file(os.path.join(output_dir, "checkpoint")) and reading.is_file(path)):
+        return
+    with reading.open_for_reading(path) as f:
+        if json.load(f).get("hidden_pairs"):
+            return
+    raise UserError(
+        f"--output_dir={output_dir} holds a student trained without --hidden_loss_weight, "
+        "whose checkpoints have no projection to the teacher's width to resume: resume it "
+        "without --hidden_loss_weight, or pass a new --output_dir."
+    )
 
 
 def _same_folder(a, b):

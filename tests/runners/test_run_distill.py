@@ -283,6 +283,37 @@ def test_hidden_state_student_resumes_bit_equal(root, classifier_teacher, hidden
 
 
 @pytest.mark.slow
+def test_a_narrower_student_trained_without_hidden_states_is_not_resumed_with_them(
+    root, classifier_teacher
+):
+    out = root / "sst2_narrow_plain"
+    small = root / "narrow_plain_config.json"
+    write_tiny_config(small, vocab_size=len(VOCAB), hidden_size=16, intermediate_size=24)
+    flags = [f"--teacher_dir={classifier_teacher}", f"--student_config_file={small}"]
+    _script("run_distill.py", *flags, f"--output_dir={out}", "--num_train_epochs=0.5")
+    result = run_in_repo(
+        [
+            sys.executable,
+            os.path.join(REPO, "run_distill.py"),
+            *flags,
+            f"--output_dir={out}",
+            "--hidden_loss_weight=1",
+        ]
+    )
+    assert result.returncode == 1
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            f"--output_dir={out} holds a student trained without --hidden_loss_weight, whose "
+            "checkpoints have no projection to the teacher's width to resume: resume it without "
+            "--hidden_loss_weight, or pass a new --output_dir."
+        )
+    )
+    assert "tensorflow" not in result.stderr.lower()
+
+
+@pytest.mark.slow
 def test_hidden_state_student_on_two_replicas_in_float16_with_accumulation(
     root, classifier_teacher
 ):
