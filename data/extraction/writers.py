@@ -124,7 +124,7 @@ class TfrecordWriter:
             "values": tf.train.Feature(float_list=tf.train.FloatList(value=values.ravel())),
         }
         example = tf.train.Example(features=tf.train.Features(feature=feature))
-        self._writer.write(example.SerializeToString())
+        self._writer.write(example.SerializeToString(deterministic=True))
 
     def close(self, finish=True):
         del finish  # the file is removed unless the run succeeds

@@ -2,7 +2,9 @@
 
 The runners write these files on every run (as the original does) from already converted
 features; the records land under their final name only once all of them are written, so an
-interrupted run never leaves a truncated file that a later run would read.
+interrupted run never leaves a truncated file that a later run would read. Each record's
+feature map is serialized in sorted key order (protobuf's deterministic encoding): the same
+examples give the same bytes on every run, whatever the process's hash seed.
 """
 
 import tensorflow as tf
@@ -37,4 +39,4 @@ def write_examples(path, records, count=None):
             if count is not None and index % _LOG_EVERY == 0:
                 logging.info("Writing example %d of %d", index, count)
             example = tf.train.Example(features=tf.train.Features(feature=record))
-            writer.write(example.SerializeToString())
+            writer.write(example.SerializeToString(deterministic=True))
