@@ -85,12 +85,7 @@ _VALUE_RULES = (
     ("progress_interval_s", _POSITIVE, "pass the seconds between progress lines, e.g. 10", None),
     ("temperature", _POSITIVE, "pass the distillation temperature, e.g. 2", None),
     ("distill_alpha", _PROBABILITY, "pass the soft targets' weight, e.g. 0.5", None),
-    (
-        "hidden_loss_weight",
-        _AT_LEAST_0,
-        "pass 0 (off) or the hidden-state loss's weight, e.g. 1",
-        None,
-    ),
+    ("hidden_loss_weight", _AT_LEAST_0, "pass 0 (off) or a weight, e.g. 1", None),
 )
 
 # (flag, test, what a value failing `test` does, what is usually meant, phase): values the
