@@ -37,6 +37,11 @@ def add_arguments(parser):
     parser.add_argument("--temperature", type=float, default=2.0)
     parser.add_argument("--distill_alpha", type=float, default=0.5)
     parser.add_argument("--threads", type=int, default=2, help="Compute threads per process.")
+    parser.add_argument(
+        "--student_epochs",
+        type=float,
+        help="Epochs of every student, distilled or alone (default: --epochs, the teacher's).",
+    )
 
 
 def peers(args):
@@ -158,15 +163,17 @@ def measure(args, peer):
         }
     out = os.path.join(args.work_dir, f"{peer.name}_{int(time.time())}")
     layers = peer.options["layers"]
+    epochs = args.student_epochs or args.epochs
     if peer.name.startswith("distilled"):
         flags = harness.flags(
             teacher_dir=teacher, student_layers=layers, temperature=args.temperature,
-            distill_alpha=args.distill_alpha, output_dir=out,
+            distill_alpha=args.distill_alpha, output_dir=out, num_train_epochs=epochs,
         )  # fmt: skip
         seconds = _run(args, ["run_distill.py", *flags])
     else:
         config, prefix = _pretrained_student(args, minilm, layers, out + "_init")
         flags = _classifier_flags(args, data, config, out) + [f"--vocab_file={vocab}"]
+        flags += [f"--num_train_epochs={epochs}"]
         seconds = _run(args, ["run_classifier.py", *flags, f"--init_checkpoint={prefix}"])
         if not os.path.exists(os.path.join(out, "bert_config.json")):
             import shutil

@@ -195,6 +195,49 @@ def test_classifier_transfer_text_in_the_tasks_format(root, classifier_teacher):
 
 
 @pytest.mark.slow
+def test_multi_label_own_data_student(root):
+    """A multi-label teacher of the user's own CSV files: its student is a run with the same
+    labels and problem type, thresholds chosen on dev, predictions naming the labels; the test
+    file, read in the task's own format, is its transfer text."""
+    from tests.helpers.own_data_tasks import write_animals_csv
+
+    sets = write_animals_csv(root / "animals", num_train=48, num_dev=16, num_test=8)
+    teacher = root / "animals_teacher"
+    own = ["--text_a_column=comment", "--label_column=tags", "--problem_type=multi_label"]
+    _script(
+        "run_classifier.py",
+        f"--data_dir={root / 'animals'}",
+        *own,
+        *_common(root),
+        "--max_seq_length=24",
+        "--num_train_epochs=1",
+        "--do_train",
+        "--do_eval",
+        f"--output_dir={teacher}",
+    )
+    out = root / "animals_student"
+    _script(
+        "run_distill.py",
+        f"--teacher_dir={teacher}",
+        "--student_layers=1,3",
+        f"--output_dir={out}",
+        "--do_predict",
+        f"--transfer_file={root / 'animals' / 'test.csv'}",
+        "--transfer_format=task",
+    )
+    from data.records.teacher_outputs import read_teacher_records
+
+    labels = (teacher / "labels.txt").read_text()
+    assert (out / "labels.txt").read_text() == labels == "bird\ncat\ndog\n"
+    assert json.loads((out / "problem.json").read_text())["problem_type"] == "multi_label"
+    assert (out / "thresholds.txt").is_file()
+    header = (out / "test_predictions.tsv").read_text().splitlines()[0].split("\t")
+    assert header[2:] == ["bird", "cat", "dog"]
+    _, gold = read_teacher_records(str(out / "teacher_outputs.tf_record"), (3,))
+    assert gold.tolist() == [1] * len(sets["train"]) + [0] * len(sets["test"])
+
+
+@pytest.mark.slow
 def test_resume_mid_run_is_bit_equal(root, classifier_teacher, classifier_student):
     """The student's folder as a run stopped after step 8 left it, resumed: the same weights."""
     resumed = root / "sst2_resumed"
