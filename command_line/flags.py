@@ -163,6 +163,7 @@ def define_tpu_flags():
     )
     flags.DEFINE_string("gcp_project", None, "GCP project of the Cloud TPU.")
     flags.DEFINE_string("master", None, "TensorFlow master URL.")
+    flags.DEFINE_string("tpu_job_name", None, "The TPU worker job's name (the original's; unused).")
     flags.DEFINE_integer(
         "num_tpu_cores", 8, "TPU cores; when given, checked against the TPU's own count."
     )
@@ -307,6 +308,7 @@ def strategy_from_flags(flag_values):
     """
     from training.strategy import create_strategy
 
+    warn_if_given(flag_values, ("tpu_job_name",), "the TPU strategy finds its worker job itself")
     return create_strategy(
         strategy_name(flag_values),
         num_gpus=flag_values.num_gpus,

@@ -150,7 +150,8 @@ def test_overrides_are_checked_in_place_of_the_flags():
 
 
 @pytest.mark.parametrize(
-    "default, window, expected", [(64, 126, 64), (64, 62, 31), (128, 61, 30), (64, 1, 64)]
+    "default, window, expected",
+    [(64, 126, 64), (64, 62, 31), (128, 61, 30), (64, 1, 64), (64, 64, 32)],
 )
 def test_a_default_stride_always_overlaps_its_windows(default, window, expected):
     stride = flag_rules.default_stride(default, window)
