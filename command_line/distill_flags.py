@@ -17,7 +17,7 @@ from absl import flags
 from fileio import reading
 from fileio.atomic import write_atomically
 from fileio.errors import UserError
-from fileio.flags_file import FLAGS_FILE
+from fileio.flags_file import recorded_command
 from modeling.config import BertConfig
 from modeling.student_layers import parse_layer_map, parse_layers, student_config_dict
 
@@ -118,12 +118,7 @@ def teacher_runner(argv):
     teacher_dir = _option_value(argv, "teacher_dir")
     if not teacher_dir:
         return None, None
-    path = os.path.join(teacher_dir, FLAGS_FILE)
-    if not reading.is_file(path):
-        return teacher_dir, None
-    with reading.open_for_reading(path) as f:
-        header = f.readline()
-    runner = header.lstrip("# ").split(":", 1)[0].strip()
+    runner, _ = recorded_command(teacher_dir)
     return teacher_dir, runner if runner in RUNNERS else None
 
 

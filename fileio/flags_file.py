@@ -46,3 +46,16 @@ def recorded_flags(folder, negatable=()):
             else:
                 recorded[name] = "true"
     return recorded
+
+
+def recorded_command(folder):
+    """(the runner script its flags.txt names, e.g. "run_classifier.py", and the flags it
+    records as command-line arguments, e.g. ("--do_train", "--learning_rate=2e-05")), or
+    (None, ()) without one."""
+    path = os.path.join(folder, FLAGS_FILE)
+    if not reading.is_file(path):
+        return None, ()
+    with reading.open_for_reading(path) as f:
+        header, *lines = f.read().splitlines()
+    script = header.lstrip("# ").split(":", 1)[0].strip() if header.startswith("#") else None
+    return script, tuple(line.strip() for line in lines if line.strip().startswith("--"))

@@ -18,9 +18,13 @@ import xml.etree.ElementTree as ElementTree
 from data.dev_metrics import official_metric
 from data.glue.processors import canonical_task_name
 from fileio.errors import UserError
+from fileio.flags_file import recorded_command
 
 # Runner script -> the dev_metrics runner name.
 RUNNERS = {"run_classifier.py": "classifier", "run_squad.py": "squad", "run_ner.py": "ner"}
+# A distillation's student is a run of its teacher's runner (named by the teacher's flags.txt),
+# with the teacher's flags under its own.
+DISTILL = "run_distill.py"
 
 # Flags the sweep sets itself on every trial.
 SWEEP_OWNED = ("output_dir",)
@@ -146,18 +150,21 @@ def parse_runner_command(argv, project_root):
         )
     script, args = argv[0], tuple(argv[1:])
     name = os.path.basename(script)
-    if name not in RUNNERS:
+    if name not in RUNNERS and name != DISTILL:
         raise UserError(
             f"The command after `--` runs {script}; a sweep runs one of "
-            f"{', '.join(RUNNERS)}: put that runner's own command line after `--`."
+            f"{', '.join(RUNNERS)} or {DISTILL}: put that runner's own command line after `--`."
         )
     path = _find_script(script, project_root)
     if path is None:
         raise UserError(f"{script} (after `--`) was not found; give the runner's path.")
+    checked = args
+    if name == DISTILL:
+        name, checked = _with_teacher(args)
     runner = RUNNERS[name]
-    partial = RunnerCommand(path, runner, args, "")
+    partial = RunnerCommand(path, runner, checked, "")
     for owned in SWEEP_OWNED:
-        if partial.gives(owned):
+        if RunnerCommand(path, runner, args, "").gives(owned):
             raise UserError(
                 f"The runner's command gives --{owned}; the sweep gives each trial its own "
                 f"folder under --sweep_dir: remove --{owned} after `--`."
@@ -177,6 +184,23 @@ def parse_runner_command(argv, project_root):
     except ValueError as err:
         raise UserError(f"--task_name={task} after `--`: {err}") from None
     return RunnerCommand(path, runner, args, metric)
+
+
+def _with_teacher(args):
+    """(the teacher's runner script, the arguments a run_distill.py command amounts to: the
+    teacher's recorded flags, then --do_train, then its own)."""
+    teacher_dir = RunnerCommand("", "", args, "").flag_value("teacher_dir")
+    if not teacher_dir:
+        raise UserError(
+            f"{DISTILL} after `--` needs --teacher_dir: the --output_dir of the teacher's run."
+        )
+    script, recorded = recorded_command(teacher_dir)
+    if script not in RUNNERS:
+        raise UserError(
+            f"--teacher_dir={teacher_dir} after `--` holds no flags.txt of "
+            f"{', '.join(RUNNERS)}: pass the --output_dir of such a training run."
+        )
+    return script, (*recorded, "--do_train=true", *args)
 
 
 def _own_data_problem(partial):
@@ -220,8 +244,13 @@ def restart_seeds(command, vary, restarts, known_flags):
 def runner_flags(command, python=sys.executable):
     """{name: {"default", "type", "choices"}} of every flag the runner defines, from its own
     `--helpxml` (which loads no TensorFlow); values are absl's text."""
+    # run_distill.py defines its teacher's runner's flags, named by --teacher_dir.
+    teacher = command.flag_value("teacher_dir")
     result = subprocess.run(
-        [python, command.script, "--helpxml"], capture_output=True, text=True, timeout=120
+        [python, command.script, *([f"--teacher_dir={teacher}"] if teacher else []), "--helpxml"],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     try:
         root = ElementTree.fromstring(result.stdout)

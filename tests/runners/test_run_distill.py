@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -235,6 +236,33 @@ def test_multi_label_own_data_student(root):
     assert header[2:] == ["bird", "cat", "dog"]
     _, gold = read_teacher_records(str(out / "teacher_outputs.tf_record"), (3,))
     assert gold.tolist() == [1] * len(sets["train"]) + [0] * len(sets["test"])
+
+
+@pytest.mark.slow
+def test_a_sweep_of_students(root, classifier_teacher, tmp_path):
+    """run_sweep.py over run_distill.py: each trial a student of the teacher's runner, ranked by
+    the teacher's task's dev metric (SST-2: accuracy, read from each student's own files)."""
+    from data.dev_metrics import read_eval_results
+
+    sweep_dir = tmp_path / "sweep"
+    _script(
+        "run_sweep.py",
+        f"--sweep_dir={sweep_dir}",
+        "--grid=temperature=1,4",
+        "--restarts=1",
+        "--",
+        "run_distill.py",
+        f"--teacher_dir={classifier_teacher}",
+        "--student_layers=0",
+        "--num_train_epochs=1",
+    )
+    report = json.loads((sweep_dir / "sweep_results.json").read_text())
+    assert [t["status"] for t in report["trials"]] == ["complete"] * 2
+    scores = [read_eval_results(t["output_dir"])["eval_accuracy"] for t in report["trials"]]
+    assert report["best"]["dev_metric"] == pytest.approx(max(scores), abs=1e-7)
+    for trial in report["trials"]:
+        flags_txt = (Path(trial["output_dir"]) / "flags.txt").read_text()
+        assert flags_txt.startswith("# run_classifier.py:")
 
 
 @pytest.mark.slow
