@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ElementTree
 import zipfile
 
 from benchmarks import harness
-from benchmarks.datasets import minilm_vocab
+from benchmarks.weights import minilm_vocab
 
 # The Wikipedia excerpt of the gensim 4.4.0 wheel: markup roughly stripped (it leaves real
 # English prose, which is all a throughput benchmark needs), one sentence per line, a blank

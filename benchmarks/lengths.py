@@ -22,7 +22,7 @@ from benchmarks.common import (
     timed_train,
     timed_trainer,
 )
-from benchmarks.datasets import minilm_vocab
+from benchmarks.weights import minilm_vocab
 from fileio.atomic import atomic_output, open_atomically
 
 PADDINGS = ("pad", "cut", "unpacked", "group", "micro")

@@ -15,7 +15,8 @@ import tempfile
 import time
 
 from benchmarks import harness
-from benchmarks.datasets import minilm, write_bbc
+from benchmarks.datasets import write_bbc
+from benchmarks.weights import minilm
 
 TOPICS = ("business", "entertainment", "politics", "sport", "tech")
 

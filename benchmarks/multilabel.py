@@ -69,7 +69,8 @@ def peers(args):
 
 def _prepare(args):
     """The CSV folder and the converted checkpoint, written once into --work_dir."""
-    from benchmarks.datasets import minilm, write_splits
+    from benchmarks.datasets import write_splits
+    from benchmarks.weights import minilm
 
     os.makedirs(args.work_dir, exist_ok=True)
     data = os.path.join(args.work_dir, f"disaster_{args.train_size}_{args.seed}")

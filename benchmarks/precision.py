@@ -20,8 +20,8 @@ import tempfile
 
 from benchmarks import harness
 from benchmarks.corpus import corpus_lines
-from benchmarks.datasets import minilm
 from benchmarks.tiny_fixtures import write_tiny_sst2
+from benchmarks.weights import minilm
 from fileio.atomic import atomic_directory
 
 _TESTDATA = os.path.join(harness.REPO, "tests", "testdata")

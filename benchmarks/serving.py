@@ -318,7 +318,8 @@ def prepare(args):
     (`build_onnx`), `probabilities/` (the float32 export's dev probabilities, the reference of
     every agreement) and `prepare.json` (which int8 ONNX graph agrees better); returns what
     prepare.json records."""
-    from benchmarks.datasets import minilm, write_sst2
+    from benchmarks.datasets import write_sst2
+    from benchmarks.weights import minilm
     from data.dev_metrics import read_eval_results
     from modeling.checkpoint_files import resolve_checkpoint_path
 

@@ -16,7 +16,8 @@ import sys
 import tempfile
 
 from benchmarks import harness
-from benchmarks.datasets import minilm, write_bbc
+from benchmarks.datasets import write_bbc
+from benchmarks.weights import minilm
 
 METRICS = [
     harness.Metric("total_steps", "steps", False),
