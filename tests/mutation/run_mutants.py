@@ -22,7 +22,19 @@ Usage:
 Tiers: quick is `pytest -m "not slow"`, full the whole suite. Before the mutants the same tier
 runs once unmutated on their targeted folders; a failure there ends the run with one sentence.
 The results (per mutant: id, caught, caught_by, stage, seconds) are written to `--out` after
-every mutant, atomically.
+every mutant, atomically; `--resume` keeps the mutants already in `--out` and runs the others.
+
+Comparing two suites (the tests before and after a change to them): run one side, then the
+other with `--first` naming the first side's results. Each mutant then first runs, in one
+process, the test that caught it there (stage "known", where that test exists on this side),
+before its targeted folder and the rest: a mutant caught on both sides costs one test, and
+only the survivors need the whole tier. `--mutants` reads another mutant list (an earlier
+commit's, for a checkout of that commit given by `--repo`); `--no-baseline` leaves out the
+unmutated check, for a commit whose suite is known to pass (its CI run).
+
+    python tests/mutation/run_mutants.py --tier full --out after.json --no-baseline
+    python tests/mutation/run_mutants.py --tier full --repo ../before --first after.json \\
+        --mutants before_mutants.json --out before.json --no-baseline
 """
 
 import argparse
@@ -49,6 +61,8 @@ _REQUIRED_KEYS = ("id", "file", "line", "mutant", "why")
 _SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (.+)$")
 # pytest's exit status when it collected no test (e.g. a tier that deselects every test).
 _NO_TESTS = 5
+# pytest's exit status for a usage error, such as a node id that does not exist in this suite.
+_USAGE_ERROR = 4
 # Seconds a timed-out pytest gets to stop after SIGTERM before SIGKILL.
 _GRACE_S = 30
 
@@ -229,7 +243,8 @@ def run_pytest(repo, paths, tier, timeout, scratch, ignore=(), workers=2):
 
     Returns:
         (status, first_failure, output_tail): status "passed" (no test failed, or none was
-        collected), "failed" or "timeout"; first_failure the node id of the first FAILED/ERROR
+        collected), "failed", "timeout" or "unusable" (pytest refused the paths, e.g. a node
+        id this suite does not have); first_failure the node id of the first FAILED/ERROR
         line (or a note on pytest's exit status where it printed none); output_tail the last
         lines of pytest's output.
     """
@@ -268,6 +283,8 @@ def run_pytest(repo, paths, tier, timeout, scratch, ignore=(), workers=2):
         return "timeout", None, tail
     if returncode in (0, _NO_TESTS):
         return "passed", None, tail
+    if returncode == _USAGE_ERROR:
+        return "unusable", None, tail
     failure = _first_failure(output)
     if failure is None:
         last = output.strip().splitlines()[-1] if output.strip() else "no output"
@@ -337,14 +354,25 @@ def _duration(seconds):
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
 
 
-def run_mutant(repo, mutant, tier, timeout, scratch):
+def known_catcher(repo, node_id):
+    """`node_id` (a test that caught the mutant elsewhere) if its test file is in `repo`."""
+    if not node_id or "::" not in node_id:
+        return None
+    return node_id if os.path.isfile(os.path.join(repo, node_id.split("::", 1)[0])) else None
+
+
+def run_mutant(repo, mutant, tier, timeout, scratch, known=None):
     """Applies one mutant and runs its targeted tests, then (if they pass) the rest of the tier.
 
-    The timeout covers both stages together.
+    Args:
+        known: the node id of a test that caught this mutant in another suite; run first, in
+            one process (stage "known"). A test this suite does not have is passed over.
+
+    The timeout covers every stage together.
 
     Returns:
         The mutant's result dict: id, file, targeted, status ("caught", "survived" or
-        "timeout"), caught, caught_by, stage ("targeted", "rest" or None), seconds.
+        "timeout"), caught, caught_by, stage ("known", "targeted", "rest" or None), seconds.
     """
     targeted = targeted_folder(repo, mutant["file"])
     result = {"id": mutant["id"], "file": mutant["file"], "targeted": targeted}
@@ -353,7 +381,8 @@ def run_mutant(repo, mutant, tier, timeout, scratch):
     with applied(repo, mutant):
         # The targeted folder in one process (it stops at the first failure without waiting
         # for a second worker), then the rest of the tier in two.
-        stages = [("targeted", [targeted], (), 0)]
+        stages = [("known", [known], (), 0)] if known else []
+        stages.append(("targeted", [targeted], (), 0))
         if targeted != "tests":
             stages.append(("rest", ["tests"], (targeted,), 2))
         for name, paths, ignore, workers in stages:
@@ -361,6 +390,10 @@ def run_mutant(repo, mutant, tier, timeout, scratch):
             outcome, failure, _ = run_pytest(
                 repo, paths, tier, max(left, 1), scratch, ignore, workers
             )
+            if outcome == "unusable" and name == "known":
+                continue
+            if outcome == "unusable":
+                outcome, failure = "failed", f"pytest refused {' '.join(paths)}"
             if outcome != "passed":
                 status = "caught" if outcome == "failed" else "timeout"
                 stage = name
@@ -392,8 +425,38 @@ def _report(results, tier, commit, total, out):
     return summary
 
 
-def run(mutants, tier, timeout, repo_arg, out):
+def read_catchers(paths):
+    """{mutant id: the node id that caught it} from earlier results files (first file wins)."""
+    catchers = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for result in json.load(f)["results"]:
+                if result.get("caught") and result.get("caught_by"):
+                    catchers.setdefault(result["id"], result["caught_by"])
+    return catchers
+
+
+def _earlier_results(out, tier, commit):
+    """The results already in `out` for this tier and commit (for --resume), else []."""
+    if not os.path.isfile(out):
+        return []
+    with open(out, encoding="utf-8") as f:
+        summary = json.load(f)
+    if summary.get("tier") != tier or summary.get("commit") != commit:
+        raise MutationError(
+            f"--resume: {out} holds tier {summary.get('tier')} at {summary.get('commit')}, not "
+            f"tier {tier} at {commit}; name another --out."
+        )
+    return [r for r in summary["results"] if r["status"] != "timeout"]
+
+
+def run(mutants, tier, timeout, repo_arg, out, catchers=None, baseline=True, resume=False):
     """Checks the unmutated tier on the targeted folders, then runs every mutant.
+
+    Args:
+        catchers: {mutant id: node id} of tests to run first (`--first`).
+        baseline: whether to run the unmutated check first.
+        resume: keep the results already in `out` and run only the other mutants.
 
     Returns:
         The summary dict written to `out`.
@@ -405,37 +468,45 @@ def run(mutants, tier, timeout, repo_arg, out):
         with scratch_copy(repo_arg, scratch) as repo:
             commit = _git(repo, "rev-parse", "HEAD").stdout.strip()
             folders = _covering(targeted_folder(repo, m["file"]) for m in mutants)
-            print(f"Unmutated check of tier {tier} on {' '.join(folders)} ({repo}) ...", flush=True)
+            results = _earlier_results(out, tier, commit) if resume else []
+            kept = {r["id"] for r in results}
+            if baseline:
+                _baseline(repo, folders, tier, timeout, scratch)
             started = time.monotonic()
-            outcome, failure, tail = run_pytest(
-                repo, folders, tier, timeout * len(folders), scratch
-            )
-            if outcome != "passed":
-                what = f"fails at {failure}" if failure else "timed out"
-                raise MutationError(
-                    f"The unmutated tests of tier {tier} on {' '.join(folders)} {what}, so no "
-                    f"mutant can be judged: fix the suite first. pytest's last lines:\n{tail}"
-                )
-            print(f"  passed in {_duration(time.monotonic() - started)}", flush=True)
-            results, started = [], time.monotonic()
             summary = _report(results, tier, commit, len(mutants), out)
-            for done, mutant in enumerate(mutants, start=1):
-                result = run_mutant(repo, mutant, tier, timeout, scratch)
+            todo = [m for m in mutants if m["id"] not in kept]
+            for done, mutant in enumerate(todo, start=1):
+                known = known_catcher(repo, (catchers or {}).get(mutant["id"]))
+                result = run_mutant(repo, mutant, tier, timeout, scratch, known)
                 results.append(result)
                 summary = _report(results, tier, commit, len(mutants), out)
                 elapsed = time.monotonic() - started
-                left = elapsed / done * (len(mutants) - done)
+                left = elapsed / done * (len(todo) - done)
                 if result["status"] == "caught":
                     verdict = f"caught by {result['caught_by']} ({result['stage']})"
                 else:
                     verdict = result["status"].upper()
                 print(
-                    f"[{done}/{len(mutants)}] {mutant['id']}: {verdict}, "
+                    f"[{len(results)}/{len(mutants)}] {mutant['id']}: {verdict}, "
                     f"{_duration(result['seconds'])} | elapsed {_duration(elapsed)}, "
                     f"about {_duration(left)} left",
                     flush=True,
                 )
     return summary
+
+
+def _baseline(repo, folders, tier, timeout, scratch):
+    """Runs the unmutated tier on `folders`; raises MutationError if a test fails."""
+    print(f"Unmutated check of tier {tier} on {' '.join(folders)} ({repo}) ...", flush=True)
+    started = time.monotonic()
+    outcome, failure, tail = run_pytest(repo, folders, tier, timeout * len(folders), scratch)
+    if outcome != "passed":
+        what = f"fails at {failure}" if failure else f"ends {outcome}"
+        raise MutationError(
+            f"The unmutated tests of tier {tier} on {' '.join(folders)} {what}, so no "
+            f"mutant can be judged: fix the suite first. pytest's last lines:\n{tail}"
+        )
+    print(f"  passed in {_duration(time.monotonic() - started)}", flush=True)
 
 
 def print_list(mutants):
@@ -464,14 +535,24 @@ def main(argv=None):
         "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per mutant"
     )
     parser.add_argument("--list", action="store_true", help="print the mutants and exit")
+    parser.add_argument("--mutants", default=MUTANTS_FILE, help="the mutant list (JSON)")
+    parser.add_argument(
+        "--first", help="comma-separated results files: run the test that caught each there first"
+    )
+    parser.add_argument("--no-baseline", action="store_true", help="leave out the unmutated check")
+    parser.add_argument("--resume", action="store_true", help="keep the results already in --out")
     args = parser.parse_args(argv)
     try:
-        mutants = select(load_mutants(), args.only)
+        mutants = select(load_mutants(args.mutants), args.only)
         if args.list:
             print_list(mutants)
             return 0
+        catchers = read_catchers(args.first.split(",")) if args.first else None
         signal.signal(signal.SIGTERM, _interrupt)
-        summary = run(mutants, args.tier, args.timeout, args.repo, args.out)
+        summary = run(
+            mutants, args.tier, args.timeout, args.repo, args.out,
+            catchers, baseline=not args.no_baseline, resume=args.resume,
+        )  # fmt: skip
     except MutationError as err:
         print(f"run_mutants: error: {err}", file=sys.stderr)
         return 2
