@@ -14,6 +14,7 @@ import shutil
 
 from absl import flags
 
+from command_line import flag_rules
 from fileio import reading
 from fileio.atomic import write_atomically
 from fileio.errors import UserError
@@ -168,14 +169,8 @@ def prepare_student(flag_values, runner):
             "Pass --output_dir: the student's own folder, not the teacher's "
             f"(--teacher_dir={teacher_dir})."
         )
-    if not fv.temperature > 0:
-        raise UserError(f"--temperature={fv.temperature} must be above 0 (e.g. 2).")
-    if not 0.0 <= fv.distill_alpha <= 1.0:
-        raise UserError(f"--distill_alpha={fv.distill_alpha} must be from 0 to 1 (e.g. 0.5).")
-    if not fv.hidden_loss_weight >= 0:
-        raise UserError(
-            f"--hidden_loss_weight={fv.hidden_loss_weight} must be 0 (off) or above (e.g. 1)."
-        )
+    # Before the student's config is written (the runner's check_flags comes after).
+    flag_rules.check_values(fv, ("temperature", "distill_alpha", "hidden_loss_weight"))
     if fv.hidden_layer_map and not fv.hidden_loss_weight:
         raise UserError(
             f"--hidden_layer_map={fv.hidden_layer_map} is read only with a hidden-state loss: "

@@ -23,6 +23,7 @@ from fileio.errors import UserError
 # flag that must be on for the rule to apply (None: always).
 _AT_LEAST_1 = ("at least 1", lambda v: v >= 1)
 _AT_LEAST_0 = ("at least 0", lambda v: v >= 0)
+_OFF_OR_ABOVE = ("0 (off) or above", _AT_LEAST_0[1])
 _STEPS = ("at least 1, or auto", lambda v: v == "auto" or v >= 1)
 _POSITIVE = ("positive", lambda v: v > 0)
 _PORT = ("0 to 65535", lambda v: 0 <= v <= 65535)
@@ -85,7 +86,7 @@ _VALUE_RULES = (
     ("progress_interval_s", _POSITIVE, "pass the seconds between progress lines, e.g. 10", None),
     ("temperature", _POSITIVE, "pass the distillation temperature, e.g. 2", None),
     ("distill_alpha", _PROBABILITY, "pass the soft targets' weight, e.g. 0.5", None),
-    ("hidden_loss_weight", _AT_LEAST_0, "pass 0 (off) or a weight, e.g. 1", None),
+    ("hidden_loss_weight", _OFF_OR_ABOVE, "pass a weight such as 1", None),
 )
 
 # (flag, test, what a value failing `test` does, what is usually meant, phase): values the
@@ -181,11 +182,6 @@ def _values(flag_values, overrides):
     return values
 
 
-def _task(values):
-    """export_model.py's --task, or None for the runners that are one task."""
-    return values.get("task")
-
-
 def _applies(values, name, phase):
     return values.get(name) is not None and (phase is None or values.get(phase, True))
 
@@ -227,7 +223,7 @@ def _check_sequence_length(values):
     length = values.get("max_seq_length")
     if length is None:
         return
-    task = _task(values)
+    task = values.get("task")  # export_model.py's; None for the runners that are one task
     if "max_query_length" in values and task in (None, "squad"):
         yield from _check_squad_window(values, length)
     elif "max_predictions_per_seq" in values:
@@ -368,6 +364,15 @@ def requested_splits(flag_values):
     return [(split, phase) for split, phase in _PHASES.items() if values.get(phase)]
 
 
+def check_values(flag_values, names=None, **overrides):
+    """`check_flags`'s refusals of single values, of `names` (None: all); returns the values."""
+    values = _values(flag_values, overrides)
+    for name, rule, fix, phase in _VALUE_RULES:
+        if name in values and (names is None or name in names):
+            _check_value(values, name, rule, fix, phase)
+    return values
+
+
 def check_flags(flag_values, **overrides):
     """Raises a `UserError` naming the flag if a size or setting of the runner cannot work.
 
@@ -386,10 +391,7 @@ def check_flags(flag_values, **overrides):
         UserError: e.g. "--train_batch_size=0 must be at least 1: pass a positive number of
             examples per batch."
     """
-    values = _values(flag_values, overrides)
-    for name, rule, fix, phase in _VALUE_RULES:
-        if name in values:
-            _check_value(values, name, rule, fix, phase)
+    values = check_values(flag_values, **overrides)
     warnings = [*_unusual_values(values), *_check_sequence_length(values), *_unused(values)]
     for warning in warnings:
         logging.warning("%s", warning)
