@@ -136,10 +136,11 @@ def _export(run, bert_config, weights):
     logging.info("Exporting --task=%s from %s", run.task, weights.source)
     if run.task not in _BUILDERS:
         raise ValueError(f"Unknown --task={run.task}.")
-    root, signatures = _BUILDERS[run.task](run, bert_config, weights)
     if run.format == "tflite":
-        write_lite_export(run, bert_config, root)
-    elif run.task == "encoder":
+        write_lite_export(run, bert_config, weights)
+        return
+    root, signatures = _BUILDERS[run.task](run, bert_config, weights)
+    if run.task == "encoder":
         tfhub.write_encoder(root, bert_config, run.export_dir, run.overwrite)
         if run.preprocessor_export_dir:
             tfhub.export_preprocessor(

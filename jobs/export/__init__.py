@@ -4,7 +4,9 @@
   the SavedModel `serving/exports/` defines for it. Each gives one builder, `(run, bert_config,
   weights) -> (root, signatures)`: `run` the `jobs.export_run.ExportRun`, `bert_config` the
   checkpoint's `BertConfig`, `weights` its `weights.Weights`, strictly loaded into the model
-  of `root`, the object the SavedModel saves with `signatures`.
+  of `root`, the object the SavedModel saves with `signatures`. The builder stands on
+  `<task>_model` (the Keras model, loaded, and what its answers need: head, tags, null
+  threshold), which the TFLite export uses alone.
 * `tfhub.py`: the TF Hub encoder and its preprocessor, also convert_checkpoint.py's
   `--output_format=tfhub`.
 * `lite.py`: `--format=tflite` / `--quantize=int8`, the TFLite model of a task.

@@ -22,8 +22,11 @@ from training.tasks import ClassifierTask
 _CLASSIFIER_HEAD = ("output_weights", "output_bias")
 
 
-def classifier_export(run, bert_config, weights):
-    """The classifier's export and its signatures, weights loaded (a builder: `jobs.export`).
+def classifier_model(run, bert_config, weights):
+    """The fine-tuned classifier, weights loaded, and the head that says what it predicts.
+
+    Returns:
+        (`BertClassifier`, `data.classification.head.ClassifierHead`).
 
     Raises:
         ValueError: no task or labels to say what the head predicts, or a checkpoint that does
@@ -43,13 +46,23 @@ def classifier_export(run, bert_config, weights):
     task.build_model()
     variable_map = task.variable_map()
     load(run.task, variable_map, weights, class_count_advice(run, head, variable_map, weights))
+    return task.model, head
+
+
+def classifier_export(run, bert_config, weights):
+    """The classifier's export and its signatures, weights loaded (a builder: `jobs.export`).
+
+    Raises:
+        ValueError: as `classifier_model`.
+    """
+    model, head = classifier_model(run, bert_config, weights)
     export = ClassifierExport(
-        task.model,
+        model,
         run.vocab_file,
         run.do_lower_case,
         run.max_seq_length,
         head.labels,
-        regression,
+        head.problem_type == "regression",
         head.has_text_b,
         run.pad_to_max_seq_length,
         run.long_inputs,
@@ -58,8 +71,6 @@ def classifier_export(run, bert_config, weights):
         run.window_aggregation,
         thresholds=head.thresholds,
     )
-    # What the TFLite export records in serving.json (serving.exports.tflite.lite_settings).
-    export.head = head
     return export, export.signatures()
 
 

@@ -10,8 +10,11 @@ from serving.exports.ner import NerExport
 from training.tasks import NerTask
 
 
-def ner_export(run, bert_config, weights):
-    """The tagger's export and its signatures, weights loaded (a builder: `jobs.export`).
+def ner_model(run, bert_config, weights):
+    """The fine-tuned tagger, weights loaded, and its tags.
+
+    Returns:
+        (`BertTokenClassifier`, list of tag strings in the head's order).
 
     Raises:
         ValueError: no tag list, or a checkpoint that does not hold such a tagger.
@@ -27,7 +30,17 @@ def ner_export(run, bert_config, weights):
     task = NerTask(bert_config, len(labels))
     task.build_model()
     load(run.task, task.variable_map(), weights)
+    return task.model, labels
+
+
+def ner_export(run, bert_config, weights):
+    """The tagger's export and its signatures, weights loaded (a builder: `jobs.export`).
+
+    Raises:
+        ValueError: as `ner_model`.
+    """
+    model, labels = ner_model(run, bert_config, weights)
     export = NerExport(
-        task.model, run.vocab_file, run.do_lower_case, run.max_seq_length, run.doc_stride, labels
+        model, run.vocab_file, run.do_lower_case, run.max_seq_length, run.doc_stride, labels
     )
     return export, export.signatures()

@@ -27,8 +27,11 @@ def _null_threshold(run, weights):
         return float(f.read())
 
 
-def squad_export(run, bert_config, weights):
-    """The SQuAD model's export and its signatures, weights loaded (a builder: `jobs.export`).
+def squad_model(run, bert_config, weights):
+    """The fine-tuned SQuAD model, weights loaded, and the null threshold it answers by.
+
+    Returns:
+        (`BertSpanModel`, float: the SQuAD 2.0 threshold, 0.0 for SQuAD 1.1).
 
     Raises:
         ValueError: a SQuAD 2.0 export without its null threshold, or a checkpoint that does
@@ -39,8 +42,18 @@ def squad_export(run, bert_config, weights):
     task.build_model()
     load(run.task, task.variable_map(), weights)
     logging.info("SQuAD export: null threshold %r", threshold)
+    return task.model, threshold
+
+
+def squad_export(run, bert_config, weights):
+    """The SQuAD model's export and its signatures, weights loaded (a builder: `jobs.export`).
+
+    Raises:
+        ValueError: as `squad_model`.
+    """
+    model, threshold = squad_model(run, bert_config, weights)
     export = SquadExport(
-        task.model,
+        model,
         run.vocab_file,
         run.do_lower_case,
         run.max_seq_length,

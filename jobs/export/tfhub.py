@@ -16,18 +16,16 @@ from serving.exports.tfhub import build_encoder, build_preprocessor
 from training.tasks import PretrainingTask
 
 
-def encoder_export(bert_config, weights, vocab_file, do_lower_case):
-    """The TF Hub encoder of the weights, loaded (see `serving.exports.tfhub.build_encoder`).
+def encoder_model(bert_config, weights):
+    """The encoder of the weights, loaded, with the masked-LM head where the weights hold one.
 
     Args:
         bert_config: `BertConfig` of the weights.
         weights: `jobs.export.weights.Weights`: the encoder's, optionally with the masked-LM
             head's.
-        vocab_file: the model's vocab.txt, shipped as an asset.
-        do_lower_case: recorded for the encoder's users' preprocessing.
 
     Returns:
-        The encoder's root object.
+        (`BertModel`, the pretraining heads or None).
 
     Raises:
         ValueError: weights that do not hold the encoder `bert_config` describes.
@@ -46,8 +44,25 @@ def encoder_export(bert_config, weights, vocab_file, do_lower_case):
         names = tf1_checkpoint.build_variable_map(bert_model=model.bert)
     load("encoder", names, weights)
     logging.info("TF Hub encoder %s the mlm sub-object.", "with" if with_mlm else "without")
-    heads = model.cls if with_mlm else None
-    return build_encoder(model.bert, vocab_file, do_lower_case, heads)
+    return model.bert, model.cls if with_mlm else None
+
+
+def encoder_export(bert_config, weights, vocab_file, do_lower_case):
+    """The TF Hub encoder of the weights, loaded (see `serving.exports.tfhub.build_encoder`).
+
+    Args:
+        bert_config, weights: as `encoder_model`.
+        vocab_file: the model's vocab.txt, shipped as an asset.
+        do_lower_case: recorded for the encoder's users' preprocessing.
+
+    Returns:
+        The encoder's root object.
+
+    Raises:
+        ValueError: as `encoder_model`.
+    """
+    bert_model, heads = encoder_model(bert_config, weights)
+    return build_encoder(bert_model, vocab_file, do_lower_case, heads)
 
 
 def write_encoder(root, bert_config, export_dir, overwrite):

@@ -146,17 +146,17 @@ def write_tflite_export(
     )
 
 
-def lite_settings(run, root):
+def lite_settings(run, head=None, labels=None, null_threshold=None):
     """What serving.json records for the answers (see serving.lite_io).
 
     Args:
         run: export_model.py's settings (`jobs.export_run.ExportRun`).
-        root: the text-in export built for the task (its labels and null threshold).
+        head: --task=classifier: what the head predicts (`data.classification.head`).
+        labels: --task=ner: the tags, in the head's order.
+        null_threshold: --task=squad: the SQuAD 2.0 null threshold.
     """
     settings = {"max_seq_length": run.max_seq_length}
     if run.task == "classifier":
-        # The head the text-in export was built with (data.classification.head).
-        head = root.head
         settings.update(
             task_name=run.task_name,
             labels=list(head.labels),
@@ -170,8 +170,7 @@ def lite_settings(run, root):
             window_aggregation=run.window_aggregation,
         )
     elif run.task == "ner":
-        labels = [label.decode() for label in root._labels.numpy()]
-        settings.update(labels=labels, doc_stride=run.doc_stride)
+        settings.update(labels=list(labels), doc_stride=run.doc_stride)
     elif run.task == "squad":
         settings.update(
             doc_stride=run.doc_stride,
@@ -179,6 +178,6 @@ def lite_settings(run, root):
             n_best_size=run.n_best_size,
             max_answer_length=run.max_answer_length,
             version_2_with_negative=run.version_2_with_negative,
-            null_score_diff_threshold=float(root.null_score_diff_threshold.numpy()),
+            null_score_diff_threshold=float(null_threshold),
         )
     return settings
