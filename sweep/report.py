@@ -1,8 +1,8 @@
 """The statistics of a sweep's trials (`sweep.trial.Trial`): the per-setting summary and the
 expected best dev score.
 
-* `summarize(trials)`: one row per setting (mean, sample std, min, max, degenerate runs over
-  the complete trials); `format_summary` prints it, `write_summary_tsv` writes `summary.tsv`.
+* `summarize(trials)`: one `SettingSummary` per setting (mean, sample std, min, max, degenerate
+  runs over the complete trials); `format_summary` prints it, `write_summary_tsv` writes `summary.tsv`.
 * `expected_max_curves(trials)`: the expected best dev score after n trials, n = 1..N, with and
   without replacement (Dodge et al. 2019, "Show Your Work"; Dodge et al. 2021, "Expected
   Validation Performance and Estimation of a Random Variable's Maximum");
@@ -19,6 +19,7 @@ TensorFlow-free.
 """
 
 import csv
+import dataclasses
 import io
 import math
 
@@ -39,6 +40,32 @@ SUMMARY_COLUMNS = (
     "max",
     "degenerate",
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class SettingSummary:
+    """One setting's line of the summary (a column of `SUMMARY_COLUMNS` each).
+
+    Attributes:
+        setting: the setting's label (`setting_label`).
+        trials, complete, pruned, failed: counts of its trials, all and by status.
+        mean, min, max: over its complete trials' dev scores; None without a complete trial.
+        std: their sample standard deviation (ddof=1); None with fewer than 2.
+        degenerate: complete trials flagged degenerate.
+    """
+
+    setting: str
+    trials: int
+    complete: int
+    pruned: int
+    failed: int
+    mean: float | None
+    std: float | None
+    min: float | None
+    max: float | None
+    degenerate: int
+
+
 EXPECTED_MAX_COLUMNS = (
     "setting",
     "n",
@@ -94,10 +121,7 @@ def summarize(trials):
         trials: the sweep's `Trial`s.
 
     Returns:
-        A list of dicts with the keys of `SUMMARY_COLUMNS`: `setting` (its label), `trials`,
-        `complete`, `pruned`, `failed` (counts), `mean`, `min`, `max` (None without a complete
-        trial), `std` (sample std, ddof=1; None with fewer than 2 complete trials),
-        `degenerate` (complete trials flagged degenerate).
+        A list of `SettingSummary`.
     """
     rows = []
     for label, group in by_setting(trials).items():
@@ -107,18 +131,18 @@ def summarize(trials):
         if len(scores) >= 2:
             std = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / (len(scores) - 1))
         rows.append(
-            {
-                "setting": label,
-                "trials": len(group),
-                "complete": sum(t.status == "complete" for t in group),
-                "pruned": sum(t.status == "pruned" for t in group),
-                "failed": sum(t.status == "failed" for t in group),
-                "mean": mean,
-                "std": std,
-                "min": min(scores) if scores else None,
-                "max": max(scores) if scores else None,
-                "degenerate": sum(t.status == "complete" and t.degenerate for t in group),
-            }
+            SettingSummary(
+                setting=label,
+                trials=len(group),
+                complete=sum(t.status == "complete" for t in group),
+                pruned=sum(t.status == "pruned" for t in group),
+                failed=sum(t.status == "failed" for t in group),
+                mean=mean,
+                std=std,
+                min=min(scores) if scores else None,
+                max=max(scores) if scores else None,
+                degenerate=sum(t.status == "complete" and t.degenerate for t in group),
+            )
         )
     return rows
 
@@ -131,7 +155,7 @@ def format_summary(rows, metric):
     """The summary as an aligned text table, for the end of a sweep.
 
     Args:
-        rows: `summarize`'s rows.
+        rows: `summarize`'s `SettingSummary`s.
         metric: the dev metric's name, e.g. "eval_f1", named in the header.
 
     Returns:
@@ -149,17 +173,17 @@ def format_summary(rows, metric):
     )
     lines = [header]
     for row in rows:
-        spread = "" if row["mean"] is None else " ± " + _number(row["std"])
+        spread = "" if row.mean is None else " ± " + _number(row.std)
         lines.append(
             (
-                row["setting"],
-                _number(row["mean"]) + spread,
-                _number(row["min"]),
-                _number(row["max"]),
-                str(row["degenerate"]),
-                f"{row['complete']}/{row['trials']}",
-                str(row["pruned"]),
-                str(row["failed"]),
+                row.setting,
+                _number(row.mean) + spread,
+                _number(row.min),
+                _number(row.max),
+                str(row.degenerate),
+                f"{row.complete}/{row.trials}",
+                str(row.pruned),
+                str(row.failed),
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -187,10 +211,10 @@ def _write_tsv(path, columns, rows):
 
 
 def write_summary_tsv(path, rows):
-    """Writes `summarize`'s rows as `summary.tsv`: a header line of `SUMMARY_COLUMNS`, then
+    """Writes `summarize`'s `SettingSummary`s as `summary.tsv`: a header line of `SUMMARY_COLUMNS`, then
     one tab-separated line per setting; a statistic without a value is an empty cell. Written
     atomically; settings without any complete trial still get their line."""
-    _write_tsv(path, SUMMARY_COLUMNS, [[row[c] for c in SUMMARY_COLUMNS] for row in rows])
+    _write_tsv(path, SUMMARY_COLUMNS, [[getattr(row, c) for c in SUMMARY_COLUMNS] for row in rows])
 
 
 def _sorted_scores(scores, n, without_replacement):

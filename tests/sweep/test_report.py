@@ -82,23 +82,23 @@ def test_summary_statistics_equal_numpys(seed):
     trials = _random_trials(np.random.default_rng(seed))
     rows = report.summarize(trials)
     labels = list(dict.fromkeys(report.setting_label(t.settings) for t in trials))
-    assert [row["setting"] for row in rows] == labels
+    assert [row.setting for row in rows] == labels
     for row in rows:
-        group = [t for t in trials if report.setting_label(t.settings) == row["setting"]]
+        group = [t for t in trials if report.setting_label(t.settings) == row.setting]
         scores = np.array([t.dev_metric for t in group if t.status == "complete"])
-        assert row["trials"] == len(group)
+        assert row.trials == len(group)
         for status in ("complete", "pruned", "failed"):
-            assert row[status] == sum(t.status == status for t in group)
-        assert row["degenerate"] == int(np.sum(scores <= 0))
+            assert getattr(row, status) == sum(t.status == status for t in group)
+        assert row.degenerate == int(np.sum(scores <= 0))
         if len(scores):
-            assert row["mean"] == pytest.approx(np.mean(scores), abs=1e-12)
-            assert row["min"] == np.min(scores) and row["max"] == np.max(scores)
+            assert row.mean == pytest.approx(np.mean(scores), abs=1e-12)
+            assert row.min == np.min(scores) and row.max == np.max(scores)
         else:
-            assert row["mean"] is row["min"] is row["max"] is None
+            assert row.mean is row.min is row.max is None
         if len(scores) >= 2:
-            assert row["std"] == pytest.approx(np.std(scores, ddof=1), abs=1e-12)
+            assert row.std == pytest.approx(np.std(scores, ddof=1), abs=1e-12)
         else:
-            assert row["std"] is None
+            assert row.std is None
 
 
 def test_pruned_and_unfinished_scores_stay_out_of_the_statistics():
@@ -110,8 +110,8 @@ def test_pruned_and_unfinished_scores_stay_out_of_the_statistics():
         _trial(settings, 3, "complete", dev_metric=float("nan")),
     ]
     (row,) = report.summarize(trials)
-    assert (row["mean"], row["min"], row["max"], row["std"]) == (0.8, 0.8, 0.8, None)
-    assert (row["trials"], row["complete"], row["pruned"], row["failed"]) == (4, 2, 1, 0)
+    assert (row.mean, row.min, row.max, row.std) == (0.8, 0.8, 0.8, None)
+    assert (row.trials, row.complete, row.pruned, row.failed) == (4, 2, 1, 0)
 
 
 def test_an_unknown_status_is_named():
@@ -173,10 +173,10 @@ def test_curves_per_setting_and_for_the_whole_sweep():
     curves = report.expected_max_curves(trials)
     spread = report.expected_max_spread(trials)
     completes = {
-        row["setting"]: [
+        row.setting: [
             t.dev_metric
             for t in trials
-            if t.status == "complete" and report.setting_label(t.settings) == row["setting"]
+            if t.status == "complete" and report.setting_label(t.settings) == row.setting
         ]
         for row in report.summarize(trials)
     }
@@ -216,11 +216,11 @@ def test_summary_tsv_reads_back_to_the_same_numbers(tmp_path):
     assert len(lines) == len(rows)
     for line, row in zip(lines, rows, strict=True):
         cells = dict(zip(header, line, strict=True))
-        assert cells["setting"] == row["setting"]
+        assert cells["setting"] == row.setting
         for key in ("trials", "complete", "pruned", "failed", "degenerate"):
-            assert int(cells[key]) == row[key]
+            assert int(cells[key]) == getattr(row, key)
         for key in ("mean", "std", "min", "max"):
-            assert _number(cells[key]) == row[key]
+            assert _number(cells[key]) == getattr(row, key)
     assert os.listdir(tmp_path) == ["summary.tsv"]
 
 
@@ -273,10 +273,10 @@ def test_format_summary_aligns_one_line_per_setting():
     # Right-aligned columns: every line's "failed" count ends where the header's word ends.
     assert {len(line) for line in lines} == {len(lines[0])}
     for line, row in zip(lines[1:], rows, strict=True):
-        assert line.startswith(row["setting"])
-        assert f"{row['complete']}/{row['trials']}" in line
-        if row["mean"] is not None:
-            assert f"{row['mean']:.4f}" in line and f"{row['max']:.4f}" in line
+        assert line.startswith(row.setting)
+        assert f"{row.complete}/{row.trials}" in line
+        if row.mean is not None:
+            assert f"{row.mean:.4f}" in line and f"{row.max:.4f}" in line
 
 
 def test_the_plots_are_png_images(tmp_path):
