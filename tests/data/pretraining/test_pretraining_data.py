@@ -23,7 +23,7 @@ import tensorflow as tf
 from data.pretraining import fast as fast_mode
 from data.pretraining.corpus import LineTokenizer, Vocabulary
 from data.pretraining.create import create_pretraining_data
-from data.pretraining.masking import create_masked_lm_predictions
+from data.pretraining.masking import create_masked_lm_predictions, sample_masked_lm_predictions
 from tests.helpers.paths import REPO
 from tests.helpers.pretraining_options import pretraining_options
 from tests.oracles import oracle_env, run_oracle
@@ -273,6 +273,30 @@ def test_whole_word_masking_hand_worked_case(tmp_path):
     )
     assert positions == [1, 2, 3]
     assert [vocab.id_to_token[i] for i in replacements] == ["the", "[MASK]", "[SEP]"]
+
+
+@pytest.mark.parametrize("choose", [create_masked_lm_predictions, sample_masked_lm_predictions])
+def test_both_modes_replace_80_10_10(tmp_path, choose):
+    # original_release.md §5.4: of the chosen pieces, 80% become [MASK], 10% stay and 10% become
+    # a random vocabulary word (which is the piece itself 1 time in len(vocab)).
+    _write_vocab(tmp_path / "vocab.txt")
+    vocab = Vocabulary(str(tmp_path / "vocab.txt"))
+    rng = random.Random(7)
+    ordinary = [i for i in vocab.word_ids if i not in (vocab.cls_id, vocab.sep_id, vocab.mask_id)]
+    counts = collections.Counter()
+    for _ in range(1500):
+        ids = [vocab.cls_id, *(rng.choice(ordinary) for _ in range(126)), vocab.sep_id]
+        positions, replacements = choose(ids, 0.15, 20, vocab, rng)
+        for position, replacement in zip(positions, replacements, strict=True):
+            kind = "mask" if replacement == vocab.mask_id else "other"
+            counts["kept" if replacement == ids[position] else kind] += 1
+    total = sum(counts.values())
+    # min(20, round(128 * 0.15)) = 19 pieces a sequence; a share's standard deviation over
+    # 28,500 pieces is at most 0.003.
+    assert total == 1500 * 19
+    assert counts["mask"] / total == pytest.approx(0.8, abs=0.01)
+    assert counts["kept"] / total == pytest.approx(0.1 + 0.1 / len(vocab.word_ids), abs=0.01)
+    assert counts["other"] / total == pytest.approx(0.1, abs=0.01)
 
 
 def _features(paths):
