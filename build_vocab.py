@@ -16,8 +16,7 @@ the corpus is too small, which is logged).
 from absl import flags
 
 from command_line.flag_rules import check_flags
-from command_line.flags import quiet_tensorflow_logs
-from command_line.tensorflow_logs import log_at_info
+from command_line.tensorflow_logs import log_at_info, quiet_tensorflow_logs
 from fileio.errors import run_command
 
 FLAGS = flags.FLAGS

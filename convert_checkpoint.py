@@ -25,8 +25,7 @@ Examples:
 from absl import flags, logging
 
 from command_line.earlier_run import take_settings_of_run
-from command_line.flags import quiet_tensorflow_logs
-from command_line.tensorflow_logs import log_at_info
+from command_line.tensorflow_logs import log_at_info, quiet_tensorflow_logs
 from fileio.errors import run_command
 from modeling.formats import INPUT_FORMATS, OUTPUT_FORMATS
 

@@ -27,18 +27,16 @@ from command_line.flag_rules import check_flags, default_stride, ner_window, squ
 from command_line.flags import (
     define_long_input_flags,
     define_precision_flag,
-    quiet_tensorflow_logs,
     warn_if_given,
     warn_unused_long_input_flags,
 )
-from command_line.tensorflow_logs import log_at_info, quiet_tensorflow_python_logs
+from command_line.tensorflow_logs import log_at_info, quiet_tensorflow_logs
 from fileio.errors import UserError, run_command
 from modeling.config import BertConfig
 from training.settings import TASK_DEFAULTS, settings_from_flags
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()
-quiet_tensorflow_python_logs()
 
 flags.DEFINE_enum(
     "task",

@@ -14,7 +14,7 @@ from absl import flags
 
 from command_line import flags as runner_flags
 from command_line.flag_rules import check_flags
-from command_line.tensorflow_logs import log_at_info
+from command_line.tensorflow_logs import log_at_info, quiet_tensorflow_logs
 from data.extraction import options
 from data.tokenization.full_tokenizer import FullTokenizer
 from fileio.errors import run_command
@@ -22,7 +22,7 @@ from modeling.config import BertConfig
 from training.settings import settings_from_flags
 
 FLAGS = flags.FLAGS
-runner_flags.quiet_tensorflow_logs()
+quiet_tensorflow_logs()
 
 flags.DEFINE_string("input_file", None, "One example per line: 'text_a' or 'text_a ||| text_b'.")
 flags.DEFINE_string("output_file", None, "The output file (--output_format).")

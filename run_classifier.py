@@ -27,12 +27,13 @@ from command_line import flags as runner_flags
 from command_line import memory_flags, own_data_flags
 from command_line.flag_rules import check_input_files, requested_splits
 from command_line.init_checkpoint import check_init_checkpoint
+from command_line.tensorflow_logs import quiet_tensorflow_logs
 from data.glue.processors import canonical_task_name, is_glue_processor
 from fileio.errors import run_command
 from training.settings import settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
-runner_flags.quiet_tensorflow_logs()
+quiet_tensorflow_logs()
 
 runner_flags.define_model_flags()
 runner_flags.define_run_flags(fine_tuning=True, head_dropout=True, length_grouping=True)

@@ -25,11 +25,12 @@ from command_line import flags as runner_flags
 from command_line import memory_flags
 from command_line.flag_rules import check_input_files, ner_window, requested_splits
 from command_line.init_checkpoint import check_init_checkpoint
+from command_line.tensorflow_logs import quiet_tensorflow_logs
 from fileio.errors import run_command
 from training.settings import settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
-runner_flags.quiet_tensorflow_logs()
+quiet_tensorflow_logs()
 
 # Case carries much of the entity signal: this runner defaults to cased models.
 runner_flags.define_model_flags(lower_case=False)

@@ -19,14 +19,14 @@ from absl import flags
 from command_line import flags as runner_flags
 from command_line import memory_flags
 from command_line.flag_rules import check_flags
-from command_line.tensorflow_logs import log_at_info
+from command_line.tensorflow_logs import log_at_info, quiet_tensorflow_logs
 from fileio.errors import run_command
 from fileio.patterns import expand_file_patterns
 from modeling.config import BertConfig
 from training.settings import settings_from_flags
 
 FLAGS = flags.FLAGS
-runner_flags.quiet_tensorflow_logs()
+quiet_tensorflow_logs()
 
 runner_flags.define_model_flags(with_vocab=False)
 runner_flags.define_run_flags(fine_tuning=False)

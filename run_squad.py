@@ -19,14 +19,14 @@ from command_line import flags as runner_flags
 from command_line import memory_flags
 from command_line.flag_rules import check_flags, check_input_files
 from command_line.init_checkpoint import check_init_checkpoint
-from command_line.tensorflow_logs import log_at_info
+from command_line.tensorflow_logs import log_at_info, quiet_tensorflow_logs
 from data.tokenization.full_tokenizer import FullTokenizer, validate_case_matches_checkpoint
 from fileio.errors import run_command
 from modeling.config import BertConfig
 from training.settings import settings_from_flags, task_default
 
 FLAGS = flags.FLAGS
-runner_flags.quiet_tensorflow_logs()
+quiet_tensorflow_logs()
 
 runner_flags.define_model_flags()
 runner_flags.define_run_flags(fine_tuning=True)

@@ -20,14 +20,12 @@ import os
 from absl import flags
 
 from command_line.flag_rules import check_flags
-from command_line.flags import quiet_tensorflow_logs
-from command_line.tensorflow_logs import quiet_tensorflow_python_logs
+from command_line.tensorflow_logs import quiet_tensorflow_logs
 from fileio.errors import UserError, run_command
 from serving.http_server import ServerSettings
 
 FLAGS = flags.FLAGS
 quiet_tensorflow_logs()
-quiet_tensorflow_python_logs()
 
 flags.DEFINE_string(
     "model",

@@ -6,7 +6,6 @@ config and its vocabulary first (`check_fine_tuning`), and a command line that c
 in a second instead of after TensorFlow's start (5-10 s).
 """
 
-import os
 import sys
 
 from absl import flags, logging
@@ -24,14 +23,6 @@ from training.settings import PRECISIONS, STRATEGIES, TrainConfig, default, sett
 def _train(name):
     """The default of the loop's setting `name` (its home: `TrainConfig`)."""
     return default(TrainConfig, name)
-
-
-def quiet_tensorflow_logs():
-    """No C++ start-up notices from TensorFlow (CPU features, oneDNN, and on machines without a
-    GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them. A runner calls
-    it before TensorFlow loads (its Python records: `command_line.tensorflow_logs`)."""
-    on_gpu_machine = os.path.exists("/proc/driver/nvidia")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if on_gpu_machine else "3")
 
 
 def define_model_flags(with_vocab=True, lower_case=True):

@@ -1,5 +1,5 @@
-"""What a runner logs: its own progress at INFO, and TensorFlow's Python log records held back
-(its C++ notices: `command_line.flags.quiet_tensorflow_logs`, called before TensorFlow loads).
+"""What a runner logs: its own progress at INFO, and TensorFlow's C++ notices and Python log
+records held back (`quiet_tensorflow_logs`, which every runner calls before TensorFlow loads).
 """
 
 import importlib.util
@@ -36,6 +36,16 @@ def quiet_tensorflow_python_logs():
         logger = std_logging.getLogger(name)
         logger.filters = [f for f in logger.filters if not isinstance(f, _TensorFlowDetails)]
         logger.addFilter(details)
+
+
+def quiet_tensorflow_logs():
+    """No C++ start-up notices from TensorFlow (CPU features, oneDNN, and on machines without a
+    GPU driver the failed CUDA start) unless TF_CPP_MIN_LOG_LEVEL asks for them, and none of
+    its Python INFO records unless --verbosity=1 does (`quiet_tensorflow_python_logs`). A
+    runner calls it before TensorFlow loads."""
+    on_gpu_machine = os.path.exists("/proc/driver/nvidia")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if on_gpu_machine else "3")
+    quiet_tensorflow_python_logs()
 
 
 def log_at_info(flag_values):

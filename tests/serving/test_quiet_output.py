@@ -1,4 +1,5 @@
-"""What export_model.py prints: its own progress only, none of TensorFlow's C++ notices (those
+"""What export_model.py (and convert_checkpoint.py, which saves a SavedModel too) prints: its own
+progress only, none of TensorFlow's C++ notices (those
 TF_CPP_MIN_LOG_LEVEL governs and those it does not reach: absl's in the TFLite converter) nor
 its Python INFO records; TF_CPP_MIN_LOG_LEVEL=0 and --verbosity=1 bring them back."""
 
@@ -6,6 +7,7 @@ import glob
 import logging
 import os
 import re
+import shutil
 import sys
 
 import numpy as np
@@ -88,6 +90,32 @@ def test_tensorflow_s_notices_come_back_when_asked_for(tiny):
     assert "tf_tfl_flatbuffer_helpers.cc" in text and "Ignored output_format." in text
     # TensorFlow's own Python INFO records (the converter's SavedModel).
     assert re.search(r"fingerprinting_utils\.py:\d+\] Writing fingerprint to ", text)
+
+
+@pytest.mark.slow
+def test_a_conversion_to_a_tf_hub_encoder_prints_its_own_progress_only(tiny, tmp_path):
+    # Saving a SavedModel logs TensorFlow's "Writing fingerprint to ..." at INFO. A TF Hub
+    # encoder ships the vocab.txt found beside the checkpoint.
+    shutil.copytree(tiny / "checkpoint", tmp_path / "checkpoint")
+    shutil.copy(tiny / "vocab.txt", tmp_path / "checkpoint" / "vocab.txt")
+    result = run_in_repo(
+        [
+            sys.executable,
+            os.path.join(REPO, "convert_checkpoint.py"),
+            f"--input_checkpoint={tmp_path / 'checkpoint'}",
+            f"--bert_config_file={tiny / 'bert_config.json'}",
+            "--output_format=tfhub",
+            f"--output_dir={tmp_path / 'hub'}",
+        ],
+        timeout=600,
+        env=_USER_ENV,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = (result.stdout + result.stderr).splitlines()
+    for line in lines:
+        match = _PYTHON_LINE.match(line)
+        assert match and match.group(1) in _OWN_FILES, line
+    assert "Writing fingerprint" not in "\n".join(lines)
 
 
 def test_tensorflow_s_python_records_show_at_verbosity_1():
