@@ -34,10 +34,6 @@ def truncated_lengths_graph(len_a, len_b, max_length):
     return keep_a, keep_b
 
 
-# The name the tokenizer tests read.
-truncated_pair_lengths = truncated_lengths_graph
-
-
 def row_prefix(ids, lengths):
     """Returns the first `lengths[i]` values of each row of the ragged `ids`."""
     positions = tf.ragged.range(ids.row_lengths())

@@ -188,7 +188,3 @@ def aggregate_windows_graph(logits, rows, num_rows, how="mean", is_regression=Fa
         mean = tf.math.unsorted_segment_mean(probabilities, rows, num_rows)
         return (shares + weight * mean) / (1.0 + weight)
     raise ValueError(f"Unknown window aggregation {how!r}.")
-
-
-# The names the export tests import.
-aggregate_windows = aggregate_windows_graph

@@ -246,7 +246,7 @@ def test_every_aggregation_in_the_graph(how, is_regression):
     sys.path.insert(0, REPO)
     import tensorflow as tf
 
-    from serving.exports.long_inputs import aggregate_windows
+    from serving.exports.long_inputs import aggregate_windows_graph as aggregate_windows
 
     owners = np.repeat(np.arange(6), [1, 2, 3, 5, 2, 4])
     logits = np.random.default_rng(1).normal(0, 3, (len(owners), 1 if is_regression else 3))

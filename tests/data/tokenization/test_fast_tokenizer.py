@@ -311,7 +311,7 @@ def test_truncated_pair_lengths_match_original_loop():
             tokens_a, tokens_b = list(range(a)), list(range(b))
             truncate(tokens_a, tokens_b, max_length)
             want.append((len(tokens_a), len(tokens_b)))
-        keep_a, keep_b = preprocessing.truncated_pair_lengths(len_a, len_b, max_length)
+        keep_a, keep_b = preprocessing.truncated_lengths_graph(len_a, len_b, max_length)
         got = list(zip(keep_a.numpy().tolist(), keep_b.numpy().tolist(), strict=True))
         assert got == want, max_length
 
