@@ -23,13 +23,8 @@ from data.glue.processor_base import PaddingInputExample
 from data.glue.processors import is_glue_processor
 from data.glue.records import classifier_dataset, write_classifier_tfrecord
 from data.glue.submission import write_leaderboard_file, write_test_results
-from data.own_data.labels import (
-    LABELS_FILE,
-    PROBLEM_FILE,
-    earlier_run_folders,
-    write_labels_file,
-    write_problem_file,
-)
+from data.label_file import LABELS_FILE, write_label_file
+from data.own_data.labels import PROBLEM_FILE, earlier_run_folders, write_problem_file
 from jobs import fine_tuning
 from training.dev_eval import predicted_class_counts
 from training.loop import Trainer
@@ -278,7 +273,7 @@ def _run(
     # original's first output.
     write_problem_file(os.path.join(output_dir, PROBLEM_FILE), problem, processor.has_text_b)
     if problem != own_results.REGRESSION:
-        write_labels_file(os.path.join(output_dir, LABELS_FILE), labels)
+        write_label_file(os.path.join(output_dir, LABELS_FILE), labels)
     if run.do_train:
         train_config = fine_tuning.with_training_steps(
             train_config, len(owners), run.num_train_epochs, run.warmup_proportion

@@ -19,8 +19,9 @@ from absl import logging
 
 from data.classification.head import HF_PROBLEM_TYPES, run_head
 from data.glue.processors import canonical_task_name, get_processor
+from data.label_file import LABELS_FILE, label_file_text
 from data.ner.conll import is_iob_tag
-from data.ner.labels import LABELS_FILE, label_file_text, read_label_file
+from data.ner.labels import read_label_file
 from fileio import reading
 from fileio.flags_file import recorded_flags
 from jobs.export.tfhub import export_encoder_weights

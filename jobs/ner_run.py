@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from data import label_file
 from data.dev_metrics import official_metric
 from data.ner import labels as ner_labels
 from data.ner.conll import read_conll
@@ -45,7 +46,7 @@ class NerRun:
 
 def _label_list(run, train_file):
     """--label_file, else output_dir/labels.txt of an earlier run, else the training data's."""
-    saved = os.path.join(run.output_dir, ner_labels.LABELS_FILE)
+    saved = os.path.join(run.output_dir, label_file.LABELS_FILE)
     if run.label_file:
         labels = ner_labels.read_label_file(run.label_file)
     elif tf.io.gfile.exists(saved):
@@ -116,7 +117,7 @@ def _run(run, output_dir, bert_config, tokenizer, strategy, train_config, data, 
         transfer = distillation.transfer_sentences(labels, first_document)
         train_file = dataclasses.replace(train_file, sentences=train_file.sentences + transfer)
     label_map = {label: index for index, label in enumerate(labels)}
-    ner_labels.write_label_file(os.path.join(output_dir, ner_labels.LABELS_FILE), labels)
+    label_file.write_label_file(os.path.join(output_dir, label_file.LABELS_FILE), labels)
 
     def windows_of(conll_file, title, with_labels):
         windows = build_windows(

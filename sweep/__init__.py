@@ -2,7 +2,8 @@
 
 run_sweep.py's parts, below `jobs/sweep_run.py` and beside `training/` and `serving/`: a sweep
 runs the fine-tuning runners as processes of their own and reads what they write, so it
-imports `data/` (the dev metrics) and `fileio/` only, never the loop, and loads no TensorFlow.
+imports `data/` (the dev metrics, the GLUE task names) and `fileio/` only, never the loop,
+and loads no TensorFlow.
 
 * `trial.py`: `Trial`, one trial of the sweep (its setting, restart, seed, folder, status and
   dev score), the one type every part passes.

@@ -15,12 +15,8 @@ from absl import logging
 
 from data.classification.thresholds import THRESHOLDS_FILE, read_thresholds_file
 from data.glue.processors import canonical_task_name, get_processor
-from data.own_data.labels import (
-    LABELS_FILE,
-    PROBLEM_FILE,
-    read_labels_file,
-    read_problem_file,
-)
+from data.label_file import LABELS_FILE
+from data.own_data.labels import PROBLEM_FILE, read_labels_file, read_problem_file
 from fileio import reading
 
 # run_classifier's problem types as Hugging Face's config.json names them.

@@ -8,9 +8,6 @@ directory; evaluation and prediction runs read it back, so their class ids match
 import tensorflow as tf
 
 from data.ner.conll import is_iob_tag, sentence_tags
-from fileio.atomic import write_atomically
-
-LABELS_FILE = "labels.txt"
 
 
 def labels_from_sentences(sentences):
@@ -47,16 +44,6 @@ def read_label_file(path):
             "outside entities). Add a line 'O'."
         )
     return labels
-
-
-def label_file_text(labels):
-    """The text of a label file: one tag per line."""
-    return "".join(f"{label}\n" for label in labels)
-
-
-def write_label_file(path, labels):
-    """Writes one tag per line, atomically."""
-    write_atomically(path, label_file_text(labels))
 
 
 def check_tags_in_labels(conll_file, labels):

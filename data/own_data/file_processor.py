@@ -25,6 +25,7 @@ import os
 
 from absl import logging
 
+from data import label_file
 from data.glue.processor_base import DataProcessor, InputExample
 from data.own_data import labels as label_lists
 from data.own_data.columns import Columns, is_position
@@ -184,7 +185,7 @@ class FileProcessor(DataProcessor):
 
     def _earlier_labels(self):
         for folder in self.earlier_runs:
-            path = os.path.join(folder, label_lists.LABELS_FILE)
+            path = os.path.join(folder, label_file.LABELS_FILE)
             if is_file(path):
                 logging.info("Labels from %s", path)
                 return label_lists.read_labels_file(path)

@@ -14,7 +14,6 @@ import os
 from fileio import reading
 from fileio.atomic import write_atomically
 
-LABELS_FILE = "labels.txt"
 PROBLEM_FILE = "problem.json"
 
 
@@ -83,16 +82,6 @@ def read_labels_file(path):
     if not labels:
         raise ValueError(f"{path} lists no label; it needs one class name per line.")
     return labels
-
-
-def labels_file_text(labels):
-    """The text of a labels.txt: one label per line."""
-    return "".join(f"{label}\n" for label in labels)
-
-
-def write_labels_file(path, labels):
-    """Writes `labels` as a labels.txt, atomically."""
-    write_atomically(path, labels_file_text(labels))
 
 
 def earlier_run_folders(output_dir, init_checkpoint):

@@ -7,10 +7,8 @@ import os
 
 from data.classification.head import classifier_head
 from data.glue.processors import canonical_task_name
-from data.own_data.labels import (
-    LABELS_FILE,
-    PROBLEM_FILE,
-)
+from data.label_file import LABELS_FILE
+from data.own_data.labels import PROBLEM_FILE
 from fileio.flags_file import recorded_flags
 from jobs.export.weights import load
 from modeling import tf1_checkpoint

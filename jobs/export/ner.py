@@ -4,7 +4,8 @@ import os
 
 import tensorflow as tf
 
-from data.ner.labels import LABELS_FILE, read_label_file
+from data.label_file import LABELS_FILE
+from data.ner.labels import read_label_file
 from jobs.export.weights import load
 from serving.exports.ner import NerExport
 from training.tasks import NerTask

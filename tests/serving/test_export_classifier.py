@@ -305,7 +305,8 @@ def test_refuses_a_checkpoint_of_another_task(
 def test_a_label_list_of_another_run_is_named(tmp_path):
     """A run of one's own data: the head's outputs against the labels.txt the export reads."""
     sys.path.insert(0, REPO)
-    from data.own_data.labels import write_labels_file, write_problem_file
+    from data.label_file import write_label_file
+    from data.own_data.labels import write_problem_file
     from tests.helpers.tiny_config import tiny_config, write_tiny_config
     from tests.helpers.tiny_exports import VOCAB, _checkpoint
     from training.tasks import ClassifierTask
@@ -314,9 +315,9 @@ def test_a_label_list_of_another_run_is_named(tmp_path):
     checkpoint = tmp_path / "run"
     _checkpoint(ClassifierTask(config, 2, False), checkpoint, np.random.default_rng(0))
     write_problem_file(str(checkpoint / "problem.json"), "single_label", False)
-    write_labels_file(str(checkpoint / "labels.txt"), ["ok", "spam"])
+    write_label_file(str(checkpoint / "labels.txt"), ["ok", "spam"])
     other = tmp_path / "other_labels.txt"
-    write_labels_file(str(other), ["billing", "bug", "other"])
+    write_label_file(str(other), ["billing", "bug", "other"])
     write_tiny_config(tmp_path / "bert_config.json", vocab_size=len(VOCAB))
     (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
     with pytest.raises(ValueError) as raised:

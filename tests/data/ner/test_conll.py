@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from data import label_file
 from data.ner import labels as ner_labels
 from data.ner.conll import read_conll, to_iob2
 from data.ner.predictions import format_predictions
@@ -163,7 +164,7 @@ def test_label_file_checks(tmp_path):
         ner_labels.read_label_file(_write(tmp_path, "twice.txt", "B-PER\nB-PER\nO\n"))
     with pytest.raises(ValueError, match="line 1: 'PERSON' is not an IOB tag"):
         ner_labels.read_label_file(_write(tmp_path, "bad.txt", "PERSON\nO\n"))
-    ner_labels.write_label_file(str(tmp_path / "out.txt"), ["O", "B-X"])
+    label_file.write_label_file(str(tmp_path / "out.txt"), ["O", "B-X"])
     assert ner_labels.read_label_file(str(tmp_path / "out.txt")) == ["O", "B-X"]
 
 

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
+from data.label_file import write_label_file
 from data.own_data.file_processor import FileProcessor, OwnDataFiles
-from data.own_data.labels import read_labels_file, sorted_labels, write_labels_file
+from data.own_data.labels import read_labels_file, sorted_labels
 from data.own_data.table_reader import read_table
 
 ROWS = [
@@ -97,7 +98,7 @@ def test_given_labels_fix_the_order_and_dev_label_unseen(tmp_path):
 
 
 def test_labels_file_round_trip_and_earlier_run(tmp_path):
-    write_labels_file(str(tmp_path / "labels.txt"), ["z", "a", "m"])
+    write_label_file(str(tmp_path / "labels.txt"), ["z", "a", "m"])
     assert read_labels_file(str(tmp_path / "labels.txt")) == ["z", "a", "m"]
     test = _write_csv(tmp_path / "test.csv", [("q", "")], header=("text", "label"))
     processor = FileProcessor(OwnDataFiles(test_file=str(test)), earlier_runs=[str(tmp_path)])
