@@ -17,6 +17,7 @@ import re
 
 import numpy as np
 
+from data.classification.thresholds import apply_thresholds
 from data.glue.features import NUM_LOGGED, convert_single_example
 from data.glue.long_inputs import aggregate_windows, convert_long_examples
 from data.glue.processor_base import InputExample
@@ -135,7 +136,7 @@ class LiteClassifierIO:
             # One window per instance (truncate or head_tail): a sigmoid per label, the labels
             # at or above their thresholds (jobs.classifier_run chose them on dev).
             probabilities = 1.0 / (1.0 + np.exp(-logits))
-            chosen = probabilities >= np.asarray(self.config["thresholds"])
+            chosen = apply_thresholds(probabilities, self.config["thresholds"])
             return [
                 {
                     "labels": [self.labels[i] for i in np.flatnonzero(row)],
