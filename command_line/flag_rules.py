@@ -16,6 +16,7 @@ TensorFlow-free: create_pretraining_data.py and build_vocab.py use it too.
 
 from absl import logging
 
+from data.windows import half_window_stride
 from fileio import reading
 from fileio.errors import UserError
 
@@ -291,7 +292,7 @@ def _check_stride(stride, window, arithmetic):
             f"--doc_stride={stride} is not smaller than the window it strides ({window} "
             f"document pieces = {arithmetic}): consecutive windows are adjacent and share no "
             f"context, so the pieces at their edges are read without what follows or precedes "
-            f"them; pass --doc_stride={fitting_stride(window)} (half the window) for overlap."
+            f"them; pass --doc_stride={half_window_stride(window)} (half the window) for overlap."
         )
 
 
@@ -305,11 +306,6 @@ def ner_window(max_seq_length):
     return max_seq_length - 2
 
 
-def fitting_stride(window):
-    """Half the window: consecutive windows then share half their pieces."""
-    return max(window // 2, 1)
-
-
 def default_stride(default, window):
     """The stride a run takes when --doc_stride is not given: the task's `default` if it is
     smaller than `window` (the windows then overlap), else half the window.
@@ -318,7 +314,7 @@ def default_stride(default, window):
     """
     if default < window or window <= 1:
         return default
-    stride = fitting_stride(window)
+    stride = half_window_stride(window)
     logging.info(
         "--doc_stride not given: %d, half of the %d-piece window (the default %d would leave "
         "consecutive windows no shared context).",

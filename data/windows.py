@@ -4,8 +4,21 @@ for each piece, the window that sees it best (the original run_squad's "max cont
 SQuAD (`data.squad.features`) and NER (`data.ner.features`) cut long inputs the same way, so a
 piece's prediction always comes from the window where it has the most context on both sides.
 The exports cut the same windows in the graph with the twins in `serving.exports.windows`
-(`sliding_windows_graph`, `max_context_windows_graph`).
+(`sliding_windows_graph`, `max_context_windows_graph`, `half_window_stride_graph`).
 """
+
+
+def half_window_stride(window):
+    """Half the window, at least 1: consecutive windows then share half their pieces.
+
+    The stride of a classifier's windows when --doc_stride is not given, and the one a run
+    takes (or a warning suggests) when the task's default would leave windows no overlap.
+    Graph twin: `serving.exports.windows.half_window_stride_graph`.
+
+    Args:
+        window: pieces per window.
+    """
+    return max(window // 2, 1)
 
 
 def sliding_windows(num_tokens, max_tokens, stride):

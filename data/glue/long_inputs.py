@@ -23,7 +23,7 @@ from data.glue.features import (
 )
 from data.glue.processor_base import PaddingInputExample
 from data.tokenization.packing import pack_tokens, truncated_lengths
-from data.windows import sliding_windows
+from data.windows import half_window_stride, sliding_windows
 from fileio.errors import UserError
 
 LONG_INPUTS = ("truncate", "head_tail", "windows")
@@ -86,7 +86,7 @@ def window_pieces(tokens_a, tokens_b, max_seq_length, doc_stride=None):
             f"--long_inputs=windows at --max_seq_length={max_seq_length} leaves no room for a "
             "window of the text: pass at least 5 for sentence pairs (3 for single texts)."
         )
-    stride = max(room // 2, 1) if doc_stride is None else doc_stride
+    stride = half_window_stride(room) if doc_stride is None else doc_stride
     spans = sliding_windows(len(windowed), room, stride) or [(0, 0)]
     pieces = [windowed[start : start + length] for start, length in spans]
     return [(fixed, piece) if tokens_b else (piece, None) for piece in pieces]

@@ -10,7 +10,7 @@ both on the same cases.
 import tensorflow as tf
 
 from data.tokenization.preprocessor import pack_inputs, row_prefix, truncated_lengths_graph
-from serving.exports.windows import first_max, sliding_windows_graph
+from serving.exports.windows import first_max, half_window_stride_graph, sliding_windows_graph
 
 
 def _empty_like_rows(lengths):
@@ -122,7 +122,7 @@ def window_inputs(ids_a, ids_b, max_seq_length, doc_stride, cls_id, sep_id):
     # Rows without a second text window over their first; the other rows' B is empty there.
     windowed = tf.concat([row_prefix(ids_a, tf.where(is_pair, none_a, len_a)), ids_b], axis=1)
     num_windowed = windowed.row_lengths()
-    stride = tf.maximum(room // 2, 1) if doc_stride is None else doc_stride
+    stride = half_window_stride_graph(room) if doc_stride is None else doc_stride
     starts, lengths = sliding_windows_graph(num_windowed, room, stride)
     # One window, of no pieces, for an empty text: `[(0, 0)]` as window_pieces.
     none = tf.cast(tf.equal(num_windowed, 0), tf.int64)

@@ -16,6 +16,18 @@ def first_max(values, axis=1):
     return tf.reduce_min(tf.where(values == best, index, tf.int64.max), axis=axis)
 
 
+def half_window_stride_graph(window):
+    """The graph twin of `data.windows.half_window_stride`.
+
+    Args:
+        window: int64 [B], pieces per window.
+
+    Returns:
+        int64 [B].
+    """
+    return tf.maximum(window // 2, 1)
+
+
 def sliding_windows_graph(num_tokens, max_tokens, stride):
     """The graph twin of `data.windows.sliding_windows`, per row.
 

@@ -13,7 +13,7 @@ from data.glue.long_inputs import WINDOW_AGGREGATIONS, aggregate_windows, head_a
 from data.squad.answer_choice import NO_NULL_SCORE, no_answer, null_score, ranked, window_spans
 from data.tokenization.packing import truncated_lengths
 from data.tokenization.preprocessor import truncated_lengths_graph
-from data.windows import max_context_windows, sliding_windows
+from data.windows import half_window_stride, max_context_windows, sliding_windows
 from serving.exports.long_inputs import (
     aggregate_windows_graph,
     head_and_tail_graph,
@@ -25,7 +25,11 @@ from serving.exports.squad_answer_choice import (
     null_score_graph,
     window_spans_graph,
 )
-from serving.exports.windows import max_context_windows_graph, sliding_windows_graph
+from serving.exports.windows import (
+    half_window_stride_graph,
+    max_context_windows_graph,
+    sliding_windows_graph,
+)
 
 NUM_CASES = 300
 
@@ -56,6 +60,13 @@ def test_sliding_windows_twins_agree():
     ]
     python = [sliding_windows(*case) for case in zip(num_tokens, max_tokens, stride, strict=True)]
     assert graph == python
+
+
+def test_half_window_stride_twins_agree():
+    # Windows of 0 and 1 piece included (a stride is at least 1).
+    windows = list(range(0, 12)) + np.random.default_rng(5).integers(12, 600, NUM_CASES).tolist()
+    graph = half_window_stride_graph(_int64(windows)).numpy().tolist()
+    assert graph == [half_window_stride(window) for window in windows]
 
 
 def test_max_context_windows_twins_agree():
