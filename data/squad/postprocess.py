@@ -49,7 +49,8 @@ def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False):
     same `BasicTokenizer`; when it and the result have the same characters apart from spaces,
     they are aligned character by character and the prediction is mapped back. Otherwise
     (e.g. the tokenizer dropped control characters or combining accents, or `pred_text` holds
-    `[UNK]`) the whole `orig_text` is returned.
+    `[UNK]`) the whole `orig_text` is returned. Graph twin:
+    `serving.exports.squad_answer_choice.final_text_graph`.
 
     Args:
         pred_text: the prediction as detokenized WordPiece text.

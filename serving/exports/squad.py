@@ -30,6 +30,7 @@ from data.tokenization.fast_tokenizer import FastFullTokenizer
 from serving.contract import MODEL_INPUTS
 from serving.exports.squad_answer_choice import (
     best_span_graph,
+    final_text_graph,
     no_answer_graph,
     null_score_graph,
     window_spans_graph,
@@ -38,7 +39,6 @@ from serving.exports.windows import max_context_windows_graph, sliding_windows_g
 
 # The original's whitespace for splitting the context (run_squad's is_whitespace).
 _WHITESPACE = "[ \t\r\n\u202f]+"
-_SPACE = 32
 
 
 class SquadExport(tf.Module):
@@ -181,7 +181,9 @@ class SquadExport(tf.Module):
 
     def _span_text(self, context, words, byte_begin, word_pieces, first, last, has_span):
         """The answer of pieces first..last (batch-wide piece indices) in the context's own
-        characters, and its character offsets in `context`."""
+        characters (`final_text_graph`), and its character offsets in `context`: the graph
+        form of `data.squad.answer_choice.answer_characters`, which has no twin (the graph
+        keeps `get_final_text`'s position, the Python re-finds the text; CONTRIBUTING.md)."""
         num_pieces = tf.size(word_pieces.flat_values, tf.int64)
         first = tf.where(has_span, first, num_pieces)
         last = tf.where(has_span, last, num_pieces)
@@ -202,7 +204,7 @@ class SquadExport(tf.Module):
         piece_text = tf.strings.regex_replace(piece_text, "##", "")
         piece_text = tf.strings.regex_replace(tf.strings.strip(piece_text), " +", " ")
         answer, begin, end = tf.map_fn(
-            lambda pair: self._final_text(pair[0], pair[1]),
+            lambda pair: final_text_graph(pair[0], pair[1], self.tokenizer.basic_tokens),
             (piece_text, orig_text),
             fn_output_signature=(tf.string, tf.int64, tf.int64),
         )
@@ -236,40 +238,6 @@ class SquadExport(tf.Module):
         start_char = to_context(first_index, begin)
         end_char = to_context(last_index, end) + 1
         return answer, tf.where(has_span, start_char, -1), tf.where(has_span, end_char, -1)
-
-    def _final_text(self, pred_text, orig_text):
-        """The original's get_final_text for one answer: (text, first and last code point of it
-        in `orig_text`). `pred_text` is found in `orig_text` re-tokenized by BasicTokenizer and
-        mapped back through the non-space characters; on any mismatch the whole `orig_text`."""
-        orig = tf.strings.unicode_decode(orig_text, "UTF-8")
-        tokens, _ = self.tokenizer.basic_tokens(tf.reshape(orig_text, [1]))
-        spaces = tf.RaggedTensor.from_tensor(tf.fill([tokens.nrows(), 1], _SPACE))
-        spaced = tf.concat([tokens, spaces], axis=1).flat_values[:-1]
-        pred = tf.strings.unicode_decode(pred_text, "UTF-8")
-        m, size = tf.size(pred, tf.int64), tf.size(spaced, tf.int64)
-        window = tf.range(tf.maximum(size - m + 1, 0))[:, None] + tf.range(m)[None, :]
-        matches = tf.reduce_all(tf.gather(spaced, window) == pred[None, :], axis=1)
-        found = tf.logical_and(tf.reduce_any(matches), m > 0)
-        positions = tf.range(tf.size(matches, tf.int64))
-        start = tf.reduce_min(tf.where(matches, positions, tf.int64.max))
-        end = start + m - 1
-        orig_non_space = tf.where(orig != _SPACE)[:, 0]
-        tok_non_space = spaced != _SPACE
-        tok_to_non_space = tf.cumsum(tf.cast(tok_non_space, tf.int64)) - 1
-        same_length = tf.size(orig_non_space, tf.int64) == tf.reduce_sum(
-            tf.cast(tok_non_space, tf.int64)
-        )
-
-        def at(values, index):
-            return tf.gather(values, tf.clip_by_value(index, 0, tf.size(values, tf.int64) - 1))
-
-        ok = found & same_length & at(tok_non_space, start) & at(tok_non_space, end)
-        begin = at(orig_non_space, at(tok_to_non_space, start))
-        finish = at(orig_non_space, at(tok_to_non_space, end))
-        begin = tf.where(ok, begin, 0)
-        finish = tf.where(ok, finish, tf.size(orig, tf.int64) - 1)
-        text = tf.strings.unicode_encode(orig[begin : finish + 1], "UTF-8")
-        return text, begin, finish
 
     def signatures(self):
         """`{"serving_default": ..., "serve_examples": ...}` concrete functions."""

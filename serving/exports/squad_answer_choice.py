@@ -3,7 +3,8 @@
 no-answer decision, over every window of a batch of questions at once.
 
 Each `*_graph` function is the twin of the `data.squad.answer_choice` function without the
-suffix (`best_span_graph`: the first of `ranked`); tests/serving/test_twin_parity.py runs both
+suffix (`best_span_graph`: the first of `ranked`; `final_text_graph`:
+`data.squad.postprocess.get_final_text`); tests/serving/test_twin_parity.py runs both
 on the same generated cases. A change to one twin is a change to both.
 
 Shapes: K windows of B questions, S positions per window, n = min(n_best_size, S).
@@ -13,6 +14,9 @@ import tensorflow as tf
 
 from data.squad.answer_choice import NO_NULL_SCORE
 from serving.exports.windows import first_max
+
+# The code point of a space, which separates the words of an answer's text.
+_SPACE = 32
 
 
 def window_spans_graph(
@@ -118,3 +122,50 @@ def no_answer_graph(score_null, best_score, has_span, null_score_diff_threshold)
     diff = score_null - tf.where(has_span, best_score, 0.0)
     unanswered = tf.logical_or(diff > null_score_diff_threshold, ~has_span)
     return unanswered, tf.cast(tf.sigmoid(diff), tf.float32)
+
+
+def final_text_graph(pred_text, orig_text, basic_tokens):
+    """The graph twin of `data.squad.postprocess.get_final_text`, for one answer.
+
+    `pred_text` is found in `orig_text` re-tokenized by the BasicTokenizer and mapped back
+    through the non-space characters; on any mismatch the whole `orig_text`.
+
+    Args:
+        pred_text: string scalar, the detokenized WordPiece text of the span.
+        orig_text: string scalar, the span's words joined by single spaces.
+        basic_tokens: the in-graph BasicTokenizer (`FastFullTokenizer.basic_tokens`), with
+            the model's casing.
+
+    Returns:
+        (text, begin, end): the answer, and its first and last code point in `orig_text`
+        (int64 scalars).
+    """
+    orig = tf.strings.unicode_decode(orig_text, "UTF-8")
+    tokens, _ = basic_tokens(tf.reshape(orig_text, [1]))
+    spaces = tf.RaggedTensor.from_tensor(tf.fill([tokens.nrows(), 1], _SPACE))
+    spaced = tf.concat([tokens, spaces], axis=1).flat_values[:-1]
+    pred = tf.strings.unicode_decode(pred_text, "UTF-8")
+    m, size = tf.size(pred, tf.int64), tf.size(spaced, tf.int64)
+    window = tf.range(tf.maximum(size - m + 1, 0))[:, None] + tf.range(m)[None, :]
+    matches = tf.reduce_all(tf.gather(spaced, window) == pred[None, :], axis=1)
+    found = tf.logical_and(tf.reduce_any(matches), m > 0)
+    positions = tf.range(tf.size(matches, tf.int64))
+    start = tf.reduce_min(tf.where(matches, positions, tf.int64.max))
+    end = start + m - 1
+    orig_non_space = tf.where(orig != _SPACE)[:, 0]
+    tok_non_space = spaced != _SPACE
+    tok_to_non_space = tf.cumsum(tf.cast(tok_non_space, tf.int64)) - 1
+    same_length = tf.size(orig_non_space, tf.int64) == tf.reduce_sum(
+        tf.cast(tok_non_space, tf.int64)
+    )
+
+    def at(values, index):
+        return tf.gather(values, tf.clip_by_value(index, 0, tf.size(values, tf.int64) - 1))
+
+    ok = found & same_length & at(tok_non_space, start) & at(tok_non_space, end)
+    begin = at(orig_non_space, at(tok_to_non_space, start))
+    finish = at(orig_non_space, at(tok_to_non_space, end))
+    begin = tf.where(ok, begin, 0)
+    finish = tf.where(ok, finish, tf.size(orig, tf.int64) - 1)
+    text = tf.strings.unicode_encode(orig[begin : finish + 1], "UTF-8")
+    return text, begin, finish

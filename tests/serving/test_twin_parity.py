@@ -11,6 +11,9 @@ import tensorflow as tf
 
 from data.glue.long_inputs import WINDOW_AGGREGATIONS, aggregate_windows, head_and_tail, pair_room
 from data.squad.answer_choice import NO_NULL_SCORE, no_answer, null_score, ranked, window_spans
+from data.squad.postprocess import get_final_text
+from data.tokenization.fast_tokenizer import FastFullTokenizer
+from data.tokenization.full_tokenizer import BasicTokenizer
 from data.tokenization.packing import truncated_lengths
 from data.tokenization.preprocessor import truncated_lengths_graph
 from data.windows import half_window_stride, max_context_windows, sliding_windows
@@ -21,6 +24,7 @@ from serving.exports.long_inputs import (
 )
 from serving.exports.squad_answer_choice import (
     best_span_graph,
+    final_text_graph,
     no_answer_graph,
     null_score_graph,
     window_spans_graph,
@@ -283,3 +287,46 @@ def test_a_question_without_windows_has_the_original_s_null_score():
     python = _python_choice([(1, [], [])], logits, 3, 4, 0.0)
     graph = _graph_choice([(1, [], [])], logits, 3, 4, 0.0)
     assert python == graph == [([], None, NO_NULL_SCORE, True, np.float32(1.0))]
+
+
+# Words as contexts hold them: case, accents, punctuation inside and around words, CJK, a
+# control character (dropped by the tokenizer: the fallback to the whole text).
+_WORDS = (
+    "Steve", "Smith's", "café", "(1990)", "U.S.", "naïve", "don't", "x-ray", "中文", "e.g.,",
+    "ÉCOLE", "the", "river", "50%", "Zoë", "a\x07b", "über-cool", "“quoted”", "1,000.5",
+)  # fmt: skip
+
+
+def _final_text_cases(rng, do_lower_case):
+    """(pred_text, orig_text) pairs: a span of orig_text's basic tokens (mostly), a text that
+    is not in it, or an [UNK]."""
+    basic = BasicTokenizer(do_lower_case=do_lower_case)
+    cases = []
+    for _ in range(NUM_CASES):
+        orig_text = " ".join(rng.choice(_WORDS, rng.integers(1, 5)))
+        tokens = basic.tokenize(orig_text)
+        kind = rng.random()
+        if kind < 0.8 and tokens:
+            first = int(rng.integers(0, len(tokens)))
+            last = int(rng.integers(first, len(tokens)))
+            pred_text = " ".join(tokens[first : last + 1])
+        elif kind < 0.9:
+            pred_text = "[UNK]"
+        else:
+            pred_text = " ".join(basic.tokenize(str(rng.choice(_WORDS))))
+        cases.append((pred_text, orig_text))
+    return cases
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_final_text_twins_agree(tmp_path, do_lower_case):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n", encoding="utf-8")
+    basic_tokens = FastFullTokenizer(str(vocab), do_lower_case=do_lower_case).basic_tokens
+    cases = _final_text_cases(np.random.default_rng(11), do_lower_case)
+    graph = tf.function(lambda pred, orig: final_text_graph(pred, orig, basic_tokens))
+    for pred_text, orig_text in cases:
+        text, begin, end = graph(tf.constant(pred_text), tf.constant(orig_text))
+        python = get_final_text(pred_text, orig_text, do_lower_case)
+        assert text.numpy().decode("utf-8") == python, (pred_text, orig_text)
+        assert orig_text[int(begin) : int(end) + 1] == python
