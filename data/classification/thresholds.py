@@ -51,6 +51,7 @@ def apply_thresholds(probabilities, thresholds):
 
     The comparison is in float64, where float32 probabilities are exact: a threshold chosen
     between two float32 dev probabilities keeps them apart (in float32 it could round onto one).
+    Graph twin: `serving.exports.classifier.apply_thresholds_graph`.
     """
     probabilities = np.asarray(probabilities, dtype=np.float64)
     if probabilities.ndim != 2:

@@ -33,6 +33,21 @@ from serving.exports.long_inputs import aggregate_windows_graph, head_tail_input
 from serving.exports.windows import first_max
 
 
+def apply_thresholds_graph(probabilities, thresholds):
+    """The graph twin of `data.classification.thresholds.apply_thresholds`: the multi-hot
+    predictions `p >= t`, compared in float64 as there (a threshold chosen between two float32
+    dev probabilities keeps them apart; in float32 it could round onto one).
+
+    Args:
+        probabilities: float32 [N, C].
+        thresholds: float64 [C], one per label, or a scalar.
+
+    Returns:
+        bool [N, C].
+    """
+    return tf.cast(probabilities, tf.float64) >= tf.cast(thresholds, tf.float64)
+
+
 class ClassifierExport(tf.Module):
     """A fine-tuned `BertClassifier` with its tokenizer, ready for `tf.saved_model.save`.
 
@@ -102,7 +117,7 @@ class ClassifierExport(tf.Module):
         self._labels = tf.constant(list(labels) or [""])
         self.label_names = tf.Variable(list(labels) or [""], trainable=False, name="label_names")
         self.multi_label = thresholds is not None
-        self._thresholds = tf.constant(list(thresholds) if self.multi_label else [0.0], tf.float32)
+        self._thresholds = tf.constant(list(thresholds) if self.multi_label else [0.0], tf.float64)
         self.long_inputs = long_inputs
         self.head_tokens = head_tokens
         self.doc_stride = doc_stride
@@ -123,7 +138,7 @@ class ClassifierExport(tf.Module):
             return {"score": logits[:, 0]}
         if self.multi_label:
             probabilities = tf.sigmoid(tf.cast(logits, tf.float32))
-            chosen = probabilities >= self._thresholds
+            chosen = apply_thresholds_graph(probabilities, self._thresholds)
             names = tf.ragged.boolean_mask(tf.broadcast_to(self._labels, tf.shape(chosen)), chosen)
             return {
                 "probabilities": probabilities,

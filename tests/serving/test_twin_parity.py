@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from data.classification.thresholds import apply_thresholds
 from data.glue.long_inputs import WINDOW_AGGREGATIONS, aggregate_windows, head_and_tail, pair_room
 from data.squad.answer_choice import NO_NULL_SCORE, no_answer, null_score, ranked, window_spans
 from data.squad.postprocess import get_final_text
@@ -17,6 +18,7 @@ from data.tokenization.full_tokenizer import BasicTokenizer
 from data.tokenization.packing import truncated_lengths
 from data.tokenization.preprocessor import truncated_lengths_graph
 from data.windows import half_window_stride, max_context_windows, sliding_windows
+from serving.exports.classifier import apply_thresholds_graph
 from serving.exports.long_inputs import (
     aggregate_windows_graph,
     head_and_tail_graph,
@@ -330,3 +332,18 @@ def test_final_text_twins_agree(tmp_path, do_lower_case):
         python = get_final_text(pred_text, orig_text, do_lower_case)
         assert text.numpy().decode("utf-8") == python, (pred_text, orig_text)
         assert orig_text[int(begin) : int(end) + 1] == python
+
+
+def test_multi_label_decision_twins_agree():
+    rng = np.random.default_rng(13)
+    probabilities = rng.random((NUM_CASES, 6)).astype(np.float32)
+    # Thresholds on a probability (a tie: chosen), and halfway between two neighbouring float32
+    # values (a float64 number that rounds onto one of them in float32).
+    on = probabilities[rng.integers(0, NUM_CASES, 3), [0, 1, 2]].astype(np.float64)
+    below = probabilities[rng.integers(0, NUM_CASES, 3), [3, 4, 5]]
+    between = (below.astype(np.float64) + np.nextafter(below, np.float32(2)).astype(np.float64)) / 2
+    thresholds = np.concatenate([on, between])
+    graph = apply_thresholds_graph(tf.constant(probabilities), tf.constant(thresholds)).numpy()
+    python = apply_thresholds(probabilities, thresholds)
+    np.testing.assert_array_equal(graph.astype(np.int64), python)
+    assert python[:, :3].sum() >= 3  # the ties are chosen
