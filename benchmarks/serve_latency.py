@@ -1,6 +1,8 @@
 """serve.py's latency and throughput under concurrent clients: `batched` (--max_batch_size,
 --batch_timeout_ms) against `unbatched` (one instance per model call); p50/p90/p99 latency and
-requests per second. See benchmarks/README.md ("serve.py latency").
+requests per second, and the seconds serve.py takes from its start until it listens with the
+model loaded (a TFLite export's starts without TensorFlow). See benchmarks/README.md
+("serve.py latency").
 
     python -m benchmarks.serve_latency --model=/tmp/mrpc_model --concurrency=8 \
         --requests=400 --sentences=sentences.txt
@@ -23,6 +25,7 @@ METRICS = [
     harness.seconds("p90_ms", "ms"),
     harness.seconds("p99_ms", "ms"),
     harness.rate("requests_per_s", "requests/s"),
+    harness.seconds("start_s", "s to listen"),
 ]
 
 
@@ -134,8 +137,10 @@ def _percentile(values, q):
 
 
 def measure(args, peer):
+    started = time.perf_counter()
     with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as log:
         process, address = _start(args, peer.options, log)
+    start_s = time.perf_counter() - started
     try:
         metadata = _get(address, "/v1/metadata")
         keys = metadata["instance_keys"]["required"]
@@ -155,6 +160,7 @@ def measure(args, peer):
         "p90_ms": 1000 * _percentile(latencies, 90),
         "p99_ms": 1000 * _percentile(latencies, 99),
         "requests_per_s": len(latencies) / wall,
+        "start_s": start_s,
         "mean_batch": (after["instances"] - before["instances"]) / max(batches, 1),
         "task": metadata["task"],
         "precision": metadata["precision"],
