@@ -28,115 +28,16 @@ Example:
   tokenizer.tokenize(tf.constant(["Hello, world!"]))  # int64 RaggedTensor [1, (n)]
 """
 
-import functools
-import unicodedata
-
-import numpy as np
 import tensorflow as tf
 import tensorflow_text as text
 
-from data.tokenization import full_tokenizer, text_normalization
-
-_NUM_CODE_POINTS = 0x110000
-
-# Bit flags of the per-code-point class table.
-_DROP = 1  # deleted by cleaning: NUL, U+FFFD, Cc/Cf other than \t \n \r
-_SPACE = 2  # separates words (turned into " " by cleaning, or split on by str.split)
-_CJK = 4  # a word of its own
-_PUNCT = 8  # a token of its own
-_MARK = 16  # category Mn: deleted after NFD when lower-casing
-_SIGMA_SKIP = 32  # case-ignorable: skipped when reading the context of a capital sigma
-_SIGMA_CASED = 64  # cased and not case-ignorable
-_CCC_SHIFT = 8  # canonical combining class, bits 8-15
-# Lower-casing reads NFD(c.lower()) minus its Mn marks. Without _COMPLEX that is its
-# first code point (cp + the delta in bits 32-63, which is punctuation if _LOWER_PUNCT)
-# or, if _VANISH, nothing; _COMPLEX means canonical reordering could move a survivor,
-# or more than the first code point survives.
-_COMPLEX = 128
-_VANISH = 1 << 16
-_LOWER_PUNCT = 1 << 17
-_DELTA_SHIFT = 32
-_NO_DELTA = (1 << _DELTA_SHIFT) - 1
+from data.tokenization import full_tokenizer, unicode_classes
 
 # FastWordpieceTokenizer's limit on a vocabulary token (without "##").
 _MAX_TOKEN_BYTES = 256
 
 _CAPITAL_SIGMA = 0x3A3
 _FINAL_SIGMA = 0x3C2
-
-
-def _class_bits(cp):
-    """Returns the class flags (without the combining class) of code point `cp`."""
-    char = chr(cp)
-    bits = 0
-    if cp in (0, 0xFFFD) or text_normalization._is_control(char):
-        return _DROP
-    # str.split in whitespace_tokenize also splits on a few characters that
-    # cleaning keeps (U+2028, U+2029).
-    if text_normalization._is_whitespace(char) or char.isspace():
-        bits |= _SPACE
-    if text_normalization._is_chinese_char(cp):
-        bits |= _CJK
-    if text_normalization._is_punctuation(char):
-        bits |= _PUNCT
-    if unicodedata.category(char) == "Mn":
-        bits |= _MARK
-    # str.lower() turns a capital sigma into a final sigma when the nearest
-    # character before it that is not case-ignorable is cased, and no cased
-    # one follows it. Probing str.lower() itself yields exactly the two
-    # classes that rule reads (CPython exposes them no other way).
-    cased_alone = (char + "\u03a3").lower()[-1] == "\u03c2"
-    cased_or_skipped = ("A" + char + "\u03a3").lower()[-1] == "\u03c2"
-    if cased_alone:
-        bits |= _SIGMA_CASED
-    elif cased_or_skipped:
-        bits |= _SIGMA_SKIP
-    return bits | unicodedata.combining(char) << _CCC_SHIFT
-
-
-@functools.cache
-def _unicode_tables():
-    """Per-code-point tables of this interpreter's Unicode data (about 1 s, then cached).
-
-    Returns:
-      A dict of numpy arrays:
-        `class_starts` int32 [R], `class_bits` int64 [R]: code points `class_starts[i]`
-          up to the next start all have the flags `class_bits[i]`;
-        `lower_keys` [M] (sorted), `lower_splits` [M + 1], `lower_values`, int32: the code
-          points whose `unicodedata.normalize("NFD", chr(cp).lower())` differs from
-          `chr(cp)`, and that string's code points.
-    """
-    bits = np.zeros(_NUM_CODE_POINTS, np.int64)
-    keys, splits, values = [], [0], []
-    for cp in range(_NUM_CODE_POINTS):
-        if unicodedata.category(chr(cp)) in ("Cn", "Co", "Cs"):
-            # Unassigned, private-use and surrogate code points have no
-            # properties, but the CJK ranges include unassigned ones.
-            bits[cp] = _CJK if text_normalization._is_chinese_char(cp) else 0
-            continue
-        mapped = unicodedata.normalize("NFD", chr(cp).lower())
-        marks = [unicodedata.category(c) == "Mn" for c in mapped]
-        movable = any(
-            unicodedata.combining(c) and not m for c, m in zip(mapped, marks, strict=True)
-        )
-        flags = _class_bits(cp) | (_VANISH if marks[0] else 0)
-        flags |= _COMPLEX if movable or not all(marks[1:]) else 0
-        flags |= _LOWER_PUNCT if text_normalization._is_punctuation(mapped[0]) else 0
-        # The delta of a _COMPLEX code point is never read; 0 keeps the table short.
-        delta = 0 if flags & _COMPLEX else ord(mapped[0]) - cp
-        bits[cp] = flags | delta << _DELTA_SHIFT
-        if mapped != chr(cp):
-            keys.append(cp)
-            values.extend(ord(c) for c in mapped)
-            splits.append(len(values))
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(bits)) + 1]).astype(np.int32)
-    return {
-        "class_starts": starts,
-        "class_bits": bits[starts],
-        "lower_keys": np.array(keys, np.int32),
-        "lower_splits": np.array(splits, np.int32),
-        "lower_values": np.array(values, np.int32),
-    }
 
 
 def _follows_break(flags, word_ids):
@@ -195,7 +96,7 @@ class FastFullTokenizer(tf.Module):
             )
         self._unk_token = unk_token
         self._max_chars = int(max_input_chars_per_word)
-        tables = _unicode_tables()
+        tables = unicode_classes.unicode_tables()
         self._class_starts = tf.constant(tables["class_starts"])
         self._class_bits = tf.constant(tables["class_bits"])
         if self.do_lower_case:
@@ -286,7 +187,7 @@ class FastFullTokenizer(tf.Module):
         cps, splits = decoded.values, decoded.row_splits
         bits = self._classes(cps)
 
-        keep = tf.equal(bits & _DROP, 0)
+        keep = tf.equal(bits & unicode_classes.DROP, 0)
 
         def drop():
             kept_splits = tf.gather(tf.concat([[0], tf.cumsum(tf.cast(keep, tf.int64))], 0), splits)
@@ -297,8 +198,8 @@ class FastFullTokenizer(tf.Module):
         # Row starts, as flags (bincount is cheaper than row ids per code point).
         size = tf.size(cps, tf.int64)
         row_start = tf.math.bincount(splits[:-1], minlength=size + 1, dtype=tf.int32)[:size] > 0
-        is_space = tf.not_equal(bits & _SPACE, 0)
-        is_cjk = tf.not_equal(bits & _CJK, 0)
+        is_space = tf.not_equal(bits & unicode_classes.SPACE, 0)
+        is_cjk = tf.not_equal(bits & unicode_classes.CJK, 0)
         after_break = tf.concat([[True], tf.logical_or(is_space, is_cjk)[:-1]], 0)[:size]
         word_start = tf.logical_and(tf.logical_not(is_space), is_cjk | after_break | row_start)
         starts = tf.where(word_start)[:, 0]
@@ -311,7 +212,7 @@ class FastFullTokenizer(tf.Module):
         if self.do_lower_case:
             cps, is_punct, word_ids = self._lower_and_strip_accents(cps, bits, word_ids)
         else:
-            is_punct = tf.not_equal(bits & _PUNCT, 0)
+            is_punct = tf.not_equal(bits & unicode_classes.PUNCT, 0)
 
         # Punctuation characters become tokens of their own inside each word.
         token_start = tf.logical_or(is_punct, _follows_break(is_punct, word_ids))
@@ -338,24 +239,28 @@ class FastFullTokenizer(tf.Module):
         def final_sigmas():
             final = self._is_final_sigma(cps, bits, word_ids)
             # U+03C2 lower-cases to itself: clear the capital's delta.
-            return tf.where(final, _FINAL_SIGMA, cps), tf.where(final, bits & _NO_DELTA, bits)
+            return tf.where(final, _FINAL_SIGMA, cps), tf.where(
+                final, bits & unicode_classes.NO_DELTA, bits
+            )
 
         has_sigma = tf.reduce_any(tf.equal(cps, _CAPITAL_SIGMA))
         cps, bits = tf.cond(has_sigma, final_sigmas, lambda: (cps, bits))
 
         def first_code_points():
-            lowered = cps + tf.cast(tf.bitwise.right_shift(bits, _DELTA_SHIFT), tf.int32)
-            is_punct = tf.not_equal(bits & _LOWER_PUNCT, 0)
-            keep = tf.equal(bits & _VANISH, 0)
+            lowered = cps + tf.cast(
+                tf.bitwise.right_shift(bits, unicode_classes.DELTA_SHIFT), tf.int32
+            )
+            is_punct = tf.not_equal(bits & unicode_classes.LOWER_PUNCT, 0)
+            keep = tf.equal(bits & unicode_classes.VANISH, 0)
             return tuple(tf.boolean_mask(x, keep) for x in (lowered, is_punct, word_ids))
 
-        is_complex = tf.reduce_any(tf.not_equal(bits & _COMPLEX, 0))
+        is_complex = tf.reduce_any(tf.not_equal(bits & unicode_classes.COMPLEX, 0))
         return tf.cond(
             is_complex, lambda: self._expand_and_reorder(cps, word_ids), first_code_points
         )
 
     def _expand_and_reorder(self, cps, word_ids):
-        """Lower-casing for `_COMPLEX` text: NFD(lower(c)) looked up, reordered, marks removed."""
+        """Lower-casing for `unicode_classes.COMPLEX` text: NFD(lower(c)) looked up, reordered, marks removed."""
         num_keys = tf.shape(self._lower_keys)[0]
         slot = tf.minimum(tf.searchsorted(self._lower_keys, cps, side="left"), num_keys - 1)
         found = tf.equal(tf.gather(self._lower_keys, slot), cps)
@@ -370,24 +275,24 @@ class FastFullTokenizer(tf.Module):
         # Canonical reordering (a stable sort by combining class within runs of
         # non-starters) matters only for the few spacing marks with a class.
         bits = self._classes(cps)
-        ccc = tf.bitwise.right_shift(bits, _CCC_SHIFT) & 255
+        ccc = tf.bitwise.right_shift(bits, unicode_classes.CCC_SHIFT) & 255
         segment = _runs(_follows_break(tf.zeros_like(ccc, tf.bool), word_ids) | tf.equal(ccc, 0))
         order = tf.argsort(segment * 256 + ccc, stable=True)
         cps, bits, word_ids = (tf.gather(x, order) for x in (cps, bits, word_ids))
 
-        keep = tf.equal(bits & _MARK, 0)
-        is_punct = tf.not_equal(bits & _PUNCT, 0)
+        keep = tf.equal(bits & unicode_classes.MARK, 0)
+        is_punct = tf.not_equal(bits & unicode_classes.PUNCT, 0)
         return tuple(tf.boolean_mask(x, keep) for x in (cps, is_punct, word_ids))
 
     def _is_final_sigma(self, cps, bits, word_ids):
         """bool [N]: capital sigmas that `str.lower()` turns into U+03C2 in their word."""
         # Nearest positions before/after each position that are not skipped.
-        stops = tf.equal(bits & _SIGMA_SKIP, 0)
+        stops = tf.equal(bits & unicode_classes.SIGMA_SKIP, 0)
         stop_positions = tf.concat([tf.where(stops)[:, 0], tf.zeros([1], tf.int64)], axis=0)
         num_stops = tf.shape(stop_positions, out_type=tf.int64)[0] - 1
         stops_before = tf.cumsum(tf.cast(stops, tf.int64), exclusive=True)
         stops_upto = stops_before + tf.cast(stops, tf.int64)
-        cased = tf.not_equal(bits & _SIGMA_CASED, 0)
+        cased = tf.not_equal(bits & unicode_classes.SIGMA_CASED, 0)
 
         def cased_at(stop_index, exists):
             position = tf.gather(stop_positions, tf.clip_by_value(stop_index, 0, num_stops))
