@@ -142,6 +142,19 @@ def test_a_windowed_classifier_export_checks_its_stride():
     assert "--doc_stride=200 is not smaller than the window it strides (14" in warnings[0]
 
 
+def test_check_values_applies_the_named_rows_only():
+    # run_distill.py's early check: the distillation values, not the teacher's flags.
+    values = {"temperature": 0.0, "train_batch_size": 0}
+    with pytest.raises(UserError, match=r"^--temperature=0.0 must be positive: pass the"):
+        flag_rules.check_values(values, ("temperature", "distill_alpha"))
+    values = {"temperature": 2.0, "distill_alpha": 1.5, "train_batch_size": 0}
+    with pytest.raises(UserError, match=r"^--distill_alpha=1.5 must be within \[0, 1\]"):
+        flag_rules.check_values(values, ("temperature", "distill_alpha"))
+    assert flag_rules.check_values({"train_batch_size": 0}, ("temperature",)) == {
+        "train_batch_size": 0
+    }
+
+
 def test_overrides_are_checked_in_place_of_the_flags():
     with pytest.raises(UserError, match=r"--doc_stride=0 must be at least 1"):
         check_flags({**_NER, "doc_stride": None, "task": "ner"}, max_seq_length=64, doc_stride=0)
