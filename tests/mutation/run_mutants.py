@@ -361,6 +361,13 @@ def known_catcher(repo, node_id):
     return node_id if os.path.isfile(os.path.join(repo, node_id.split("::", 1)[0])) else None
 
 
+def _targeted_workers(repo, folder):
+    """0 (pytest's own process) for a small folder; 2 workers for a large one, such as
+    tests/runners, whose tests mostly wait on the runners they start."""
+    files = glob.glob(os.path.join(repo, folder, "**", "test_*.py"), recursive=True)
+    return 2 if len(files) >= 10 else 0
+
+
 def run_mutant(repo, mutant, tier, timeout, scratch, known=None):
     """Applies one mutant and runs its targeted tests, then (if they pass) the rest of the tier.
 
@@ -379,10 +386,10 @@ def run_mutant(repo, mutant, tier, timeout, scratch, known=None):
     start = time.monotonic()
     status, failure, stage = "survived", None, None
     with applied(repo, mutant):
-        # The targeted folder in one process (it stops at the first failure without waiting
-        # for a second worker), then the rest of the tier in two.
+        # The targeted folder in one process where it is small (it stops at the first failure
+        # without waiting for a second worker), then the rest of the tier in two.
         stages = [("known", [known], (), 0)] if known else []
-        stages.append(("targeted", [targeted], (), 0))
+        stages.append(("targeted", [targeted], (), _targeted_workers(repo, targeted)))
         if targeted != "tests":
             stages.append(("rest", ["tests"], (targeted,), 2))
         for name, paths, ignore, workers in stages:
