@@ -225,3 +225,35 @@ def test_startup_checks(minilm_tf1, tmp_path, extra, message):
     assert result.returncode != 0
     assert message in result.stderr
     assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+def test_the_saved_null_threshold_is_the_best_f1_one(tmp_path):
+    """Two questions whose best exact-match and best F1 thresholds differ: a partial answer
+    (F1 0.8, exact 0) below an unanswerable question answered anyway."""
+    import types
+
+    from data.squad import evaluation
+    from jobs import squad_run
+
+    qas = [
+        {"id": "a", "question": "what?", "answers": [{"text": "big red dog", "answer_start": 0}]},
+        {"id": "b", "question": "who?", "answers": [], "is_impossible": True},
+    ]
+    dataset = {"data": [{"title": "t", "paragraphs": [{"context": "big red dog", "qas": qas}]}]}
+    (tmp_path / "dev.json").write_text(json.dumps(dataset))
+    null_odds = {"a": 1.0, "b": 2.0}
+    predictions = {"a": "red dog", "b": "dog"}
+    (tmp_path / "null_odds.json").write_text(json.dumps(null_odds))
+    nbest = {qid: [{"text": text, "probability": 1.0}] for qid, text in predictions.items()}
+    (tmp_path / "nbest_predictions.json").write_text(json.dumps(nbest))
+    run = types.SimpleNamespace(
+        predict_file=str(tmp_path / "dev.json"),
+        output_dir=str(tmp_path),
+        version_2_with_negative=True,
+        null_score_diff_threshold=0.0,
+    )
+    squad_run._evaluate(run, predictions)
+    official = squad_evaluate_v2_0.evaluate(dataset["data"], predictions, null_odds)
+    assert official["final_f1_thresh"] != official["final_exact_thresh"]
+    saved = float((tmp_path / evaluation.THRESHOLD_FILE).read_text())
+    assert saved == official["final_f1_thresh"]
