@@ -19,7 +19,7 @@ NER_LABELS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]
 MAX_SEQ_LENGTH = 24
 
 
-def _checkpoint(task, folder, rng):
+def write_checkpoint(task, folder, rng):
     """Saves the task's random weights as an original checkpoint in `folder`, its head's logits
     a few units apart so that answers differ between inputs."""
     from modeling import tf1_checkpoint
@@ -70,7 +70,7 @@ def write_tiny_exports(root, exports=("classifier", "ner", "squad")):
         task = name.split("_")[0]
         checkpoint = root / "checkpoints" / task
         if not checkpoint.exists():
-            _checkpoint(tasks[task](), checkpoint, rng)
+            write_checkpoint(tasks[task](), checkpoint, rng)
             if task == "ner":
                 (checkpoint / "labels.txt").write_text("\n".join(NER_LABELS) + "\n")
         written[name] = root / name

@@ -57,6 +57,8 @@ DEFAULT_TIMEOUT_S = 1500
 TIERS = {"quick": ["-m", "not slow"], "full": []}
 # Library folders whose tests are the runners' (they are the runners' code paths).
 RUNNER_FOLDERS = ("jobs", "command_line")
+# Library folders tested elsewhere than the runners: the export jobs by the export tests.
+TEST_FOLDER_OF = {"jobs/export": "tests/serving"}
 _REQUIRED_KEYS = ("id", "file", "line", "mutant", "why")
 _SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (.+)$")
 # pytest's exit status when it collected no test (e.g. a tier that deselects every test).
@@ -122,7 +124,8 @@ def select(mutants, only):
 def targeted_folder(repo, file):
     """The tests folder that mirrors the library file `file` (a path relative to `repo`).
 
-    `jobs/` and `command_line/` map to `tests/runners`; any other file to `tests/<its folder>`
+    `jobs/export/` maps to `tests/serving` (the export tests), the rest of `jobs/` and
+    `command_line/` to `tests/runners`; any other file to `tests/<its folder>`
     if that exists, else the nearest existing parent (`modeling/formats/y.py` ->
     `tests/modeling`), else `tests`.
 
@@ -130,6 +133,10 @@ def targeted_folder(repo, file):
         The folder, relative to `repo`, with "/" separators.
     """
     parts = file.replace(os.sep, "/").split("/")[:-1]
+    for folder, tests in TEST_FOLDER_OF.items():
+        inside = parts[: folder.count("/") + 1] == folder.split("/")
+        if inside and os.path.isdir(os.path.join(repo, tests)):
+            return tests
     if parts and parts[0] in RUNNER_FOLDERS:
         return "tests/runners"
     for depth in range(len(parts), 0, -1):

@@ -208,3 +208,35 @@ def test_squad_2_0_answers_and_null_threshold(minilm_tf1, span_checkpoint, tmp_p
     for (qid, _, _), probability in zip(examples, got["no_answer_probability"], strict=True):
         assert probability == pytest.approx(1 / (1 + math.exp(-null_odds[qid])), abs=1e-4)
     _check_offsets(got, examples)
+
+
+def test_a_squad_2_0_model_answers_by_the_flag_or_else_the_dev_threshold(tmp_path):
+    """The threshold rule of every SQuAD export (SavedModel and TFLite), without exporting."""
+    import numpy as np
+
+    from data.squad import evaluation
+    from jobs.export.squad import squad_model
+    from jobs.export.weights import Weights
+    from jobs.export_run import ExportRun
+    from tests.helpers.tiny_config import tiny_config
+    from tests.helpers.tiny_exports import write_checkpoint
+    from training.tasks import SquadTask
+
+    config = tiny_config(vocab_size=64)
+    write_checkpoint(SquadTask(config), tmp_path / "run", np.random.default_rng(0))
+    weights = Weights.from_checkpoint(str(tmp_path / "run"))
+
+    def threshold(**settings):
+        run = ExportRun(
+            task="squad", checkpoint=str(tmp_path / "run"), vocab_file="unused",
+            do_lower_case=True, export_dir="unused", **settings,
+        )  # fmt: skip
+        return squad_model(run, config, weights)[1]
+
+    assert threshold() == 0.0  # SQuAD 1.1 always answers.
+    with pytest.raises(ValueError, match="run_squad.py --do_eval --version_2_with_negative"):
+        threshold(version_2_with_negative=True)
+    (tmp_path / "run" / evaluation.THRESHOLD_FILE).write_text("-1.25\n")
+    assert threshold(version_2_with_negative=True) == -1.25
+    both = dict(version_2_with_negative=True, null_score_diff_threshold=0.5)
+    assert threshold(**both) == 0.5  # the flag wins over the file
