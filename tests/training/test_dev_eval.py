@@ -2,6 +2,7 @@
 sweep's reader) whatever a killed process left."""
 
 import json
+import os
 
 import numpy as np
 
@@ -45,3 +46,43 @@ def test_predicted_class_counts_count_real_examples_only():
     probabilities = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.1, 0.9]])
     real = np.array([1, 1, 1, 0])
     assert predicted_class_counts(probabilities, real, ["neg", "pos"]) == {"neg": 2, "pos": 1}
+
+
+class _Trainer:
+    """What DevEvaluation reads of a Trainer: its strategy, step and original-layout export."""
+
+    def __init__(self):
+        import tensorflow as tf
+
+        self.strategy, self.step = tf.distribute.get_strategy(), 0
+
+    def export_original(self, folder, bert_config):
+        with open(os.path.join(folder, "weights_of_step.txt"), "w") as f:
+            f.write(str(self.step))
+
+
+def test_best_checkpoint_keeps_the_best_evaluation_and_a_resumed_run_knows_it(tmp_path):
+    from training.dev_eval import DevEvaluation
+
+    scores = iter([0.5, 0.8, 0.6, 0.8, 0.7])
+    trainer = _Trainer()
+
+    def evaluation(**options):
+        return {"eval_accuracy": next(scores)}, None
+
+    def run(keep_best=True):
+        return DevEvaluation(trainer, str(tmp_path), "eval_accuracy", evaluation, None, keep_best)
+
+    dev = run()
+    for trainer.step in (10, 20, 30):
+        dev(trainer.step)
+    best = tmp_path / "best_checkpoint"
+    assert dev.best == (0.8, 20)
+    assert (best / "weights_of_step.txt").read_text() == "20"
+    # A resumed run starts from the kept best: a tie does not replace it, nor does a worse one.
+    resumed = run()
+    assert resumed.best == (0.8, 20)
+    for trainer.step in (40, 50):
+        resumed(trainer.step)
+    assert resumed.best == (0.8, 20) and (best / "weights_of_step.txt").read_text() == "20"
+    assert [entry["step"] for entry in read_eval_history(str(tmp_path))] == [10, 20, 30, 40, 50]
