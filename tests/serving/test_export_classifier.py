@@ -308,12 +308,12 @@ def test_a_label_list_of_another_run_is_named(tmp_path):
     from data.label_file import write_label_file
     from data.own_data.labels import write_problem_file
     from tests.helpers.tiny_config import tiny_config, write_tiny_config
-    from tests.helpers.tiny_exports import VOCAB, _checkpoint
+    from tests.helpers.tiny_exports import VOCAB, write_checkpoint
     from training.tasks import ClassifierTask
 
     config = tiny_config(vocab_size=len(VOCAB))
     checkpoint = tmp_path / "run"
-    _checkpoint(ClassifierTask(config, 2, False), checkpoint, np.random.default_rng(0))
+    write_checkpoint(ClassifierTask(config, 2, False), checkpoint, np.random.default_rng(0))
     write_problem_file(str(checkpoint / "problem.json"), "single_label", False)
     write_label_file(str(checkpoint / "labels.txt"), ["ok", "spam"])
     other = tmp_path / "other_labels.txt"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.scripts import ENV, REPO, run_in_repo
-from tests.helpers.tiny_exports import VOCAB, _checkpoint
+from tests.helpers.tiny_exports import VOCAB, write_checkpoint
 
 # An absl line of Python code: "I1207 02:14:21.369804 140109670546304 export_run.py:419] ...".
 _PYTHON_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ([\w.]+\.py):\d+\] ")
@@ -38,7 +38,7 @@ def tiny(tmp_path_factory):
     (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
     write_tiny_config(root / "bert_config.json", vocab_size=len(VOCAB))
     task = ClassifierTask(tiny_config(vocab_size=len(VOCAB)), 2, False)
-    _checkpoint(task, root / "checkpoint", np.random.default_rng(0))
+    write_checkpoint(task, root / "checkpoint", np.random.default_rng(0))
     return root
 
 
