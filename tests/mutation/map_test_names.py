@@ -30,18 +30,28 @@ import argparse
 import ast
 import collections
 import functools
+import hashlib
 import os
 import re
 import sys
 
+_LONGEST_ID = 300
 # `test_documented_command_runs_to_its_first_missing_file[docs/x.md:script.py:12]`
 _DOC_CASE = re.compile(r"^(tests/test_docs\.py::\w+)\[(.+):(\d+)\]$")
 
 
+def short_id(node_id, limit=_LONGEST_ID):
+    """`node_id`, or where longer than `limit` (a parameter such as 100,000 nested brackets) its
+    first 200 characters and a digest of the whole, so that listings stay small and exact."""
+    if len(node_id) <= limit:
+        return node_id
+    return f"{node_id[:200]}...sha1:{hashlib.sha1(node_id.encode()).hexdigest()[:16]}"
+
+
 def read_ids(path):
-    """The node ids of a `pytest --collect-only -q` listing, in order."""
+    """The node ids of a `pytest --collect-only -q` listing, in order (long ones shortened)."""
     with open(path, encoding="utf-8") as f:
-        return [line.strip() for line in f if "::" in line]
+        return [short_id(line.strip()) for line in f if "::" in line]
 
 
 def _doc_key(node_id):

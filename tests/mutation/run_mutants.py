@@ -484,16 +484,18 @@ def run(mutants, tier, timeout, repo_arg, out, catchers=None, baseline=True, res
             folders = _covering(targeted_folder(repo, m["file"]) for m in mutants)
             results = _earlier_results(out, tier, commit) if resume else []
             kept = {r["id"] for r in results}
+            # With --only, the results kept from earlier runs count too.
+            total = len(kept | {m["id"] for m in mutants})
             if baseline:
                 _baseline(repo, folders, tier, timeout, scratch)
             started = time.monotonic()
-            summary = _report(results, tier, commit, len(mutants), out)
+            summary = _report(results, tier, commit, total, out)
             todo = [m for m in mutants if m["id"] not in kept]
             for done, mutant in enumerate(todo, start=1):
                 known = known_catcher(repo, (catchers or {}).get(mutant["id"]))
                 result = run_mutant(repo, mutant, tier, timeout, scratch, known)
                 results.append(result)
-                summary = _report(results, tier, commit, len(mutants), out)
+                summary = _report(results, tier, commit, total, out)
                 elapsed = time.monotonic() - started
                 left = elapsed / done * (len(todo) - done)
                 if result["status"] == "caught":
@@ -501,7 +503,7 @@ def run(mutants, tier, timeout, repo_arg, out, catchers=None, baseline=True, res
                 else:
                     verdict = result["status"].upper()
                 print(
-                    f"[{len(results)}/{len(mutants)}] {mutant['id']}: {verdict}, "
+                    f"[{len(results)}/{total}] {mutant['id']}: {verdict}, "
                     f"{_duration(result['seconds'])} | elapsed {_duration(elapsed)}, "
                     f"about {_duration(left)} left",
                     flush=True,
