@@ -104,8 +104,11 @@ class _OutputProjection(keras.layers.Layer):
     def call(self, x):
         """Args: x `[..., H]`. Returns float32 logits `[..., C]`."""
         w = tf.cast(self.output_weights, x.dtype)
-        logits = tf.einsum("...h,ch->...c", x, w)
-        return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+        # One 2-D matmul over the rows, not tf.einsum (see SelfAttention.call).
+        rows = tf.reshape(x, [-1, self.hidden_size])
+        logits = tf.cast(tf.matmul(rows, w, transpose_b=True), tf.float32)
+        logits = tf.reshape(logits, tf.concat([tf.shape(x)[:-1], [self.num_outputs]], 0))
+        return logits + tf.cast(self.output_bias, tf.float32)
 
 
 class PretrainingHeads(keras.layers.Layer):

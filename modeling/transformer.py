@@ -136,8 +136,10 @@ class SelfAttention(keras.layers.Layer):
             layer.build(input_shape)
 
     def _split_heads(self, x):
+        """`[B, S, H]` -> `[B, N, S, d]`."""
         shape = tf.shape(x)
-        return tf.reshape(x, [shape[0], shape[1], self.num_heads, self.head_size])
+        x = tf.reshape(x, [shape[0], shape[1], self.num_heads, self.head_size])
+        return tf.transpose(x, [0, 2, 1, 3])
 
     def call(self, x, attention_bias, training=False, real_tokens=None, queries=None):
         """Args: x `[B, S, H]` (or `[T, H]` with a `RealTokens`); attention_bias
@@ -150,13 +152,16 @@ class SelfAttention(keras.layers.Layer):
             if queries is None:
                 q = real_tokens.unpack(q)
         q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
-        scores = tf.einsum("bfnd,btnd->bnft", q, k)
+        # Batched matmuls over [B, N], as the original, not tf.einsum: TensorFlow 2.20's oneDNN
+        # Einsum kernel on CPUs now and then writes past its buffers when batches change shape
+        # (docs/when_something_goes_wrong.md, "Crashes on CPUs").
+        scores = tf.matmul(q, k, transpose_b=True)  # [B, N, F, T]
         scores = scores * (1.0 / math.sqrt(float(self.head_size)))
         # Softmax in float32 so that mixed precision never saturates the -10000 bias.
         scores = tf.cast(scores, tf.float32) + tf.cast(attention_bias, tf.float32)
         probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
         probs = self.dropout(probs, training=training)
-        context = tf.einsum("bnft,btnd->bfnd", probs, v)
+        context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])  # [B, F, N, d]
         shape = tf.shape(context)
         context = tf.reshape(context, [shape[0], shape[1], self.num_heads * self.head_size])
         return real_tokens.pack(context) if real_tokens is not None and queries is None else context
