@@ -324,3 +324,42 @@ def test_classifier_last_layer_at_cls_equals_the_full_layer(packed):
         fast_loss, full_loss = tf.reduce_sum(fast * weights), tf.reduce_sum(full * weights)
     np.testing.assert_allclose(fast, full, atol=1e-5)
     _assert_same_gradients(tape, fast_loss, full_loss, model.trainable_variables)
+
+
+def _op_types(graph_def):
+    """Every op type of a GraphDef and of the functions in its library."""
+    types = {node.op for node in graph_def.node}
+    for function in graph_def.library.function:
+        types |= {node.op for node in function.node_def}
+    return types
+
+
+def test_no_task_model_runs_the_einsum_kernel():
+    """TensorFlow 2.20's oneDNN Einsum kernel corrupts the heap on CPUs now and then
+    (docs/when_something_goes_wrong.md): no model's training step, forward or backward, may
+    contain an Einsum op; attention is batched matmuls, as in the original."""
+    from modeling.task_models import BertClassifier, BertSpanModel, BertTokenClassifier
+
+    config = tiny_config()
+    inputs = {k: tf.constant(v) for k, v in tiny_inputs(0).items()}
+    models = {
+        "classifier": BertClassifier(config, num_labels=3),
+        "span": BertSpanModel(config),
+        "token classifier": BertTokenClassifier(config, num_labels=5),
+        "pretrainer": BertPretrainer(config),
+    }
+    for name, model in models.items():
+        features = dict(inputs)
+        if name == "pretrainer":
+            features["masked_lm_positions"] = tf.ones((BATCH, 2), tf.int32)
+
+        @tf.function
+        def step(features, model=model):
+            with tf.GradientTape() as tape:
+                outputs = tf.nest.flatten(model(features, training=True))
+                loss = tf.add_n([tf.reduce_sum(o) for o in outputs])
+            return tape.gradient(loss, model.trainable_variables)
+
+        types = _op_types(step.get_concrete_function(features).graph.as_graph_def())
+        assert "Einsum" not in types, name
+        assert "BatchMatMulV2" in types and "MatMul" in types, name
