@@ -227,6 +227,36 @@ def test_records_match_original(name, corpus, original, tmp_path, caplog):
     assert sum(line == "*** Example ***" for line in our_log) == (0 if name == "no_pass" else 20)
 
 
+def test_records_are_cls_a_sep_b_sep_within_max_seq_length(corpus, tmp_path):
+    """The layout of every record (original_release.md §5): [CLS] A [SEP] B [SEP] in at most
+    max_seq_length pieces, segment 0 through the first [SEP] and 1 through the second, zeros
+    after; the quick twin of the record-for-record test for these rules."""
+    outputs, _ = _run_ours(corpus, tmp_path, "short_sequences")
+    max_seq_length = _SHORT["max_seq_length"]
+    vocab = Vocabulary(str(corpus / "vocab.txt"))
+    lengths = []
+    for features in _features(outputs):
+        ids, mask, segments = (features[k][1] for k in ("input_ids", "input_mask", "segment_ids"))
+        assert len(ids) == len(mask) == len(segments) == max_seq_length
+        length = sum(mask)
+        assert mask == [1] * length + [0] * (max_seq_length - length)
+        lengths.append(length)
+        pieces = list(ids[:length])
+        positions, labels, weights = (
+            features[k][1] for k in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+        )
+        for position, label, weight in zip(positions, labels, weights, strict=True):
+            if weight:
+                pieces[position] = label
+        seps = [i for i, piece in enumerate(pieces) if piece == vocab.sep_id]
+        assert pieces[0] == vocab.cls_id and len(seps) == 2 and seps[1] == length - 1
+        first = seps[0]
+        expected = [0] * (first + 1) + [1] * (length - first - 1) + [0] * (max_seq_length - length)
+        assert segments == expected
+    # Long pairs fill max_seq_length exactly (the pair is cut to max_seq_length - 3 pieces).
+    assert max(lengths) == max_seq_length
+
+
 @pytest.mark.parametrize("do_lower_case", [True, False])
 def test_line_tokenizer_gives_the_original_ids(corpus, do_lower_case):
     from absl import flags
