@@ -189,6 +189,21 @@ def test_heads_shapes():
     assert TokenClassifierHead(5, config)(out["sequence_output"]).shape == (BATCH, SEQ, 5)
 
 
+def test_span_head_start_is_row_0_and_end_row_1_of_the_original_weights():
+    """As the original's run_squad: logits = sequence_output . output_weights^T + output_bias
+    over `cls/squad/output_weights [2, H]`, row 0 the start logits and row 1 the end logits."""
+    config = tiny_config()
+    sequence_output = np.random.default_rng(3).normal(size=(BATCH, SEQ, 32)).astype(np.float32)
+    head = SpanHead(config)
+    weights = np.random.default_rng(4).normal(size=(2, 32)).astype(np.float32)
+    bias = np.array([0.5, -1.5], np.float32)
+    head.projection.output_weights.assign(weights)
+    head.projection.output_bias.assign(bias)
+    start, end = head(tf.constant(sequence_output))
+    np.testing.assert_allclose(start.numpy(), sequence_output @ weights[0] + bias[0], atol=1e-5)
+    np.testing.assert_allclose(end.numpy(), sequence_output @ weights[1] + bias[1], atol=1e-5)
+
+
 def test_masked_lm_head_gathers_only_masked_positions():
     config = tiny_config()
     model, heads = BertModel(config), PretrainingHeads(config)
