@@ -418,3 +418,31 @@ def test_single_sentence_and_regression_tasks(minilm_tf1, tmp_path, task_name):
         expected = tf.nn.softmax(logits).numpy()
         np.testing.assert_allclose(got["probabilities"], expected, atol=1e-5, rtol=0)
         assert got["label"] == [labels[i] for i in np.argmax(logits, axis=1)]
+
+
+def test_a_batch_cut_to_its_longest_input_answers_as_the_full_length_batch(tmp_path):
+    """The export runs the model on the batch cut to its longest real sequence: the logits
+    equal the model's on the full max_seq_length batch (nothing real is cut, padding changes
+    nothing), without building a SavedModel."""
+    sys.path.insert(0, REPO)
+    import tensorflow as tf
+
+    from modeling.task_models import BertClassifier
+    from serving.exports.classifier import ClassifierExport
+    from tests.helpers.tiny_config import tiny_config
+    from tests.helpers.tiny_exports import VOCAB
+
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    model = BertClassifier(tiny_config(vocab_size=len(VOCAB)), num_labels=2)
+    export = ClassifierExport(model, str(tmp_path / "vocab.txt"), True, 16, ["0", "1"], False, True)
+    rng = np.random.default_rng(5)
+    lengths = np.array([11, 6, 9])
+    mask = (np.arange(16)[None, :] < lengths[:, None]).astype(np.int32)
+    features = {
+        "input_ids": tf.constant(rng.integers(5, len(VOCAB), (3, 16)) * mask, tf.int32),
+        "input_mask": tf.constant(mask),
+        "segment_ids": tf.constant((np.arange(16)[None, :] >= 4) * mask, tf.int32),
+    }
+    np.testing.assert_allclose(
+        export._logits(features).numpy(), model(features, training=False).numpy(), atol=1e-5
+    )
