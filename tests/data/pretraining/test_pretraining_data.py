@@ -241,13 +241,8 @@ def test_records_are_cls_a_sep_b_sep_within_max_seq_length(corpus, tmp_path):
         length = sum(mask)
         assert mask == [1] * length + [0] * (max_seq_length - length)
         lengths.append(length)
-        pieces = list(ids[:length])
-        positions, labels, weights = (
-            features[k][1] for k in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
-        )
-        for position, label, weight in zip(positions, labels, weights, strict=True):
-            if weight:
-                pieces[position] = label
+        masked = _masked_labels(features)
+        pieces = [masked.get(i, piece) for i, piece in enumerate(ids[:length])]
         seps = [i for i, piece in enumerate(pieces) if piece == vocab.sep_id]
         assert pieces[0] == vocab.cls_id and len(seps) == 2 and seps[1] == length - 1
         first = seps[0]
@@ -333,14 +328,19 @@ def _features(paths):
     return [features for records in _records(paths) for _, features in records]
 
 
+def _masked_labels(features):
+    """{position: original piece id} of a record's masked predictions (weight 1)."""
+    positions, labels, weights = (
+        features[k][1] for k in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+    )
+    return {p: label for p, label, w in zip(positions, labels, weights, strict=True) if w}
+
+
 def _masked_words(features, vocab):
     """Yields (masked flags, was-[MASK] flags) of every word with a masked piece; a word is a
     piece and the "##" pieces after it, [CLS]/[SEP] skipped (original_release.md §5.4)."""
     ids = list(features["input_ids"][1])
-    positions, labels, weights = (
-        features[k][1] for k in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
-    )
-    masked = {p: label for p, label, w in zip(positions, labels, weights, strict=True) if w}
+    masked = _masked_labels(features)
     words = []
     for i in range(sum(features["input_mask"][1])):
         token = masked.get(i, ids[i])
