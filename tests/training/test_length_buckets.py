@@ -128,6 +128,36 @@ def test_training_and_prediction_equal_full_length(files, tmp_path, name):
         np.testing.assert_allclose(cut_out["loss_sum"], full_out["loss_sum"], atol=1e-5)
 
 
+def test_two_micro_batches_train_as_their_whole_batch(files, tmp_path):
+    """--num_accumulation_steps=2 sums the two halves' gradients into one update: three
+    updates of two micro-batches of 4 leave the weights (and losses) where three of 8 do.
+    The quick tier's check of accumulation; the full tier runs 12 updates of 4 micro-batches
+    above and through the training harness."""
+    make_task, reader = _setup("classifier", files)
+    runs = []
+    for accumulation in (1, 2):
+        keras.utils.set_random_seed(11)
+        config = tiny_train_config(
+            tmp_path / str(accumulation),
+            pad_to_max_seq_length=True,
+            num_train_steps=3,
+            num_warmup_steps=1,
+            num_accumulation_steps=accumulation,
+        )
+        trainer = Trainer(make_task(), create_strategy("one_device"), config)
+        start = {k: v.numpy() for k, v in trainer.task.variable_map().items()}
+        losses = trainer.train(lambda skip, b: reader("train", 8, True, skip, b))
+        weights = {k: v.numpy() for k, v in trainer.task.variable_map().items()}
+        runs.append((np.array([loss for _, loss in losses]), start, weights))
+    (losses, start, weights), (micro_losses, micro_start, micro_weights) = runs
+    assert len(losses) == 3
+    assert max(np.abs(start[k] - micro_start[k]).max() for k in start) == 0
+    # Training moved the weights, so equal weights are not equal starting points.
+    assert max(np.abs(weights[k] - start[k]).max() for k in start) > 1e-3
+    assert np.abs(losses - micro_losses).max() <= 1e-5
+    assert max(np.abs(weights[k] - micro_weights[k]).max() for k in weights) <= 1e-5
+
+
 @pytest.mark.slow
 def test_xla_training_on_cut_batches(files, tmp_path):
     """Under XLA the cut batch's real tokens go through the encoder in static token slots, and
