@@ -29,3 +29,19 @@ def run_in_repo(cmd, timeout=600, env=ENV):
     paying TensorFlow's start-up again.
     """
     return _WARM.run(cmd, cwd=REPO, env=env, timeout=timeout)
+
+
+def start_in_repo(cmd, env=ENV, stdout=None, stderr=None, start_new_session=False):
+    """Starts `cmd` from the repository root without waiting, as `subprocess.Popen(cmd,
+    text=True, ...)` would (`stdout` and `stderr` each PIPE, DEVNULL or None): for runs that
+    tests watch, signal or run side by side. A Python script is forked warm, as in
+    `run_in_repo`; the handle answers `poll`, `wait`, `communicate`, `send_signal` and `kill`,
+    and its `pid` heads its own process group."""
+    return _WARM.start(
+        cmd,
+        cwd=REPO,
+        env=env,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=start_new_session,
+    )

@@ -14,6 +14,9 @@ and an environment that differs from the server's in a variable read while Tenso
 (`TF_CPP_MIN_LOG_LEVEL`, `TF_ENABLE_ONEDNN_OPTS`, `PYTHONPATH`, ...; `_READ_AT_IMPORT`).
 `BERT_TESTS_COLD_START=1` turns the server off (every script a fresh interpreter).
 
+`WarmRunner.start` forks a script without waiting for it (`subprocess.Popen`'s part of the
+interface that tests use, in `WarmProcess`): for runs a test watches, signals or runs side by side.
+
 Run as a module, this file is the server: one JSON request per line on standard input, one
 JSON answer per line on standard output.
 """
@@ -22,6 +25,7 @@ import atexit
 import json
 import os
 import runpy
+import signal
 import subprocess
 import sys
 import tempfile
@@ -88,7 +92,10 @@ def _run_script(request, answers):
         absl_app = sys.modules.get("absl.app")
         if absl_app is not None:
             getattr(absl_app, "_init_callbacks", []).clear()
-        os.setpgrp()  # a timeout stops the script and whatever it started
+        if request.get("new_session"):
+            os.setsid()  # as `Popen(start_new_session=True)`
+        else:
+            os.setpgrp()  # a timeout stops the script and whatever it started
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -151,22 +158,41 @@ def serve():
         except Exception:  # noqa: BLE001,S112 - see _PRELOAD
             continue
     print(json.dumps({"ready": True}), file=answers, flush=True)
+    started = set()  # scripts started without waiting ("start"), not yet reaped
     for line in sys.stdin:
         request = json.loads(line)
+        if request.get("op") == "wait":
+            code = _wait(request["pid"], request["timeout"])
+            if code is not None:
+                started.discard(request["pid"])
+            print(json.dumps({"returncode": code}), file=answers, flush=True)
+            continue
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             _run_script(request, answers)
+        if request.get("op") == "start":
+            started.add(pid)
+            print(json.dumps({"pid": pid}), file=answers, flush=True)
+            continue
         code = _wait(pid, request["timeout"])
         if code is None:
-            for target in (-pid, pid):
-                try:
-                    os.kill(target, 9)
-                except ProcessLookupError:
-                    pass
-            os.waitpid(pid, 0)
+            _kill(pid)
         print(json.dumps({"returncode": code}), file=answers, flush=True)
+    # The test process has gone: nothing it started outlives it.
+    for pid in started:
+        _kill(pid)
+
+
+def _kill(pid):
+    """Kills a child and whatever it started (its process group), and reaps it."""
+    for target in (-pid, pid):
+        try:
+            os.kill(target, 9)
+        except ProcessLookupError:
+            pass
+    os.waitpid(pid, 0)
 
 
 # --- the client ------------------------------------------------------------------------------
@@ -208,6 +234,16 @@ class WarmRunner:
             return _import_sensitive(env) == _import_sensitive(self._env)
         return False
 
+    def _ask(self, request):
+        """Sends one request to the server (started on first use); its answer, or None when
+        no server can start."""
+        if self._server is None or self._server.poll() is not None:
+            self._server = self._start()
+        if self._server is None:
+            return None
+        print(json.dumps(request), file=self._server.stdin, flush=True)
+        return json.loads(self._server.stdout.readline())
+
     def run(self, cmd, cwd, env, timeout):
         cmd = [str(word) for word in cmd]
         cold = lambda: subprocess.run(  # noqa: E731 - a fresh interpreter, as a user's
@@ -216,10 +252,6 @@ class WarmRunner:
         if not self.forks(cmd, env):
             return cold()
         with self._lock:
-            if self._server is None or self._server.poll() is not None:
-                self._server = self._start()
-            if self._server is None:
-                return cold()
             out = os.path.join(self._folder, "stdout")
             err = os.path.join(self._folder, "stderr")
             request = {
@@ -230,13 +262,104 @@ class WarmRunner:
                 "stdout": out,
                 "stderr": err,
             }
-            print(json.dumps(request), file=self._server.stdin, flush=True)
-            answer = json.loads(self._server.stdout.readline())
+            answer = self._ask(request)
+            if answer is None:
+                return cold()
             with open(out) as f_out, open(err) as f_err:
                 stdout, stderr = f_out.read(), f_err.read()
         if answer["returncode"] is None:
             raise subprocess.TimeoutExpired(cmd, timeout, output=stdout, stderr=stderr)
         return subprocess.CompletedProcess(cmd, answer["returncode"], stdout, stderr)
+
+    def start(self, cmd, cwd, env, stdout=None, stderr=None, start_new_session=False):
+        """As `subprocess.Popen(cmd, ..., text=True)` with `stdout` and `stderr` each PIPE,
+        DEVNULL or None (not read): a `WarmProcess` forked from the server, or a `Popen` where
+        the command cannot be forked."""
+        cmd = [str(word) for word in cmd]
+        streams = (subprocess.PIPE, subprocess.DEVNULL, None)
+
+        def cold():
+            return subprocess.Popen(
+                cmd,
+                cwd=cwd,
+                env=env,
+                stdout=stdout,
+                stderr=stderr,
+                text=True,
+                start_new_session=start_new_session,
+            )
+
+        if not self.forks(cmd, env) or stdout not in streams or stderr not in streams:
+            return cold()
+        folder = tempfile.mkdtemp(dir=self._folder)
+        paths = {
+            name: os.path.join(folder, name) if stream == subprocess.PIPE else os.devnull
+            for name, stream in (("stdout", stdout), ("stderr", stderr))
+        }
+        request = {
+            "op": "start",
+            "argv": cmd,
+            "cwd": str(cwd),
+            "env": dict(env),
+            "new_session": bool(start_new_session),
+            **paths,
+        }
+        with self._lock:
+            answer = self._ask(request)
+        if answer is None:
+            return cold()
+        return WarmProcess(self, cmd, answer["pid"], paths)
+
+    def wait_for(self, pid, timeout):
+        """The exit status of a started script (None while it runs on after `timeout` s)."""
+        with self._lock:
+            return self._ask({"op": "wait", "pid": pid, "timeout": timeout})["returncode"]
+
+
+class WarmProcess:
+    """A script started by `WarmRunner.start`: the part of `subprocess.Popen`'s interface the
+    tests use (`pid`, `returncode`, `poll`, `wait`, `communicate`, `send_signal`, `kill`,
+    `terminate`). Its output is read once it has ended, as `communicate` returns it."""
+
+    def __init__(self, runner, args, pid, paths):
+        self._runner, self.args, self.pid, self._paths = runner, args, pid, paths
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None:
+            self.returncode = self._runner.wait_for(self.pid, 0)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        # The server waits in slices, so that a test's other requests are not held up long.
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = 1.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self.returncode = self._runner.wait_for(self.pid, min(left, 1.0))
+        return self.returncode
+
+    def _read(self, name):
+        path = self._paths[name]
+        if path == os.devnull:
+            return None
+        with open(path) as f:
+            return f.read()
+
+    def communicate(self, timeout=None):
+        self.wait(timeout)
+        return self._read("stdout"), self._read("stderr")
+
+    def send_signal(self, signum):
+        if self.returncode is None:
+            os.kill(self.pid, signum)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from data.dev_metrics import read_eval_history, read_eval_results
 from tests.helpers.glue_tasks import write_sst2
-from tests.helpers.scripts import ENV, REPO, run_in_repo
+from tests.helpers.scripts import REPO, run_in_repo, start_in_repo
 from tests.helpers.tiny_config import write_tiny_config
 
 NUM_DEV = 20
@@ -138,9 +138,7 @@ def test_stopped_by_sigterm_and_resumed(task, tmp_path):
         "--eval_every_steps=2",
         "--save_checkpoints_steps=3",
     )
-    process = subprocess.Popen(
-        command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
+    process = start_in_repo(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     history = out / "eval_history.jsonl"
     deadline = time.time() + 300
     while not (history.exists() and len(history.read_text().splitlines()) >= 2):

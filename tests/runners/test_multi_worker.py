@@ -19,7 +19,7 @@ import pytest
 from data.dev_metrics import read_eval_history
 from modeling import tf1_checkpoint
 from tests.helpers.glue_tasks import write_sst2
-from tests.helpers.scripts import ENV, REPO, run_in_repo
+from tests.helpers.scripts import ENV, REPO, run_in_repo, start_in_repo
 from tests.helpers.tiny_config import write_tiny_config
 
 
@@ -44,13 +44,11 @@ def _start_workers(cmd, tmp_path, count=2, ports=None):
         tf_config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
         env = {**ENV, "TF_CONFIG": json.dumps(tf_config), "TMPDIR": str(scratch)}
         procs.append(
-            subprocess.Popen(
+            start_in_repo(
                 [*cmd, "--strategy=multi_worker_mirrored"],
-                cwd=REPO,
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
-                text=True,
             )
         )
     return procs

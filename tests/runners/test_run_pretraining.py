@@ -15,7 +15,7 @@ from modeling import tf1_checkpoint
 from modeling.bert_model import BertModel
 from modeling.config import BertConfig
 from modeling.heads import PretrainingHeads
-from tests.helpers.scripts import ENV, REPO, run_in_repo
+from tests.helpers.scripts import REPO, run_in_repo, start_in_repo
 
 
 def _pretrain_cmd(data, out_dir, *extra):
@@ -79,10 +79,8 @@ def test_resume_after_kill_equals_uninterrupted_run(data, forty_steps, tmp_path,
     out = tmp_path / "killed"
     # Saving at every step gives the mid-save kill a save to catch at every step.
     every = ["--save_checkpoints_steps=1"] if moment == "mid_save" else []
-    victim = subprocess.Popen(
+    victim = start_in_repo(
         _pretrain_cmd(data, out, *_FORTY_STEPS, *every),
-        cwd=REPO,
-        env=ENV,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -289,13 +287,10 @@ def test_training_learns_and_exports_original_layout(data, tmp_path):
 def test_sigterm_saves_and_exits(data, tmp_path, signum):
     """SIGTERM (a preemption) and SIGINT (Ctrl-C) both save a checkpoint, then exit."""
     out = tmp_path / "out"
-    proc = subprocess.Popen(
+    proc = start_in_repo(
         _pretrain_cmd(data, out, "--num_train_steps=100000", "--save_checkpoints_steps=100000"),
-        cwd=REPO,
-        env=ENV,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        text=True,
     )
     deadline = time.time() + 300
     while not tf.io.gfile.glob(str(out / "train" / "events.*")):

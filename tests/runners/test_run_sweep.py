@@ -18,7 +18,7 @@ import pytest
 
 from data.dev_metrics import read_eval_results
 from tests.helpers.glue_tasks import write_mrpc
-from tests.helpers.scripts import ENV, REPO, run_in_repo
+from tests.helpers.scripts import REPO, run_in_repo, start_in_repo
 from tests.helpers.tiny_config import write_tiny_config
 
 GRID = ["--grid=learning_rate=1e-3,3e-3", "--grid=warmup_proportion=0.5"]
@@ -89,9 +89,7 @@ def test_grid_times_restarts_survives_a_kill_and_shares_the_work(data, tmp_path)
     cmd = _sweep(sweep_dir, data, *GRID, "--restarts=2")
     # Killed, with everything it started (as when a machine goes away), while the second trial
     # trains and has saved a checkpoint.
-    first = subprocess.Popen(
-        cmd, cwd=REPO, env=ENV, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
+    first = start_in_repo(cmd, stderr=subprocess.PIPE, start_new_session=True)
 
     def second_trial_training():
         done = [d for d in _trial_dirs(sweep_dir) if (d / "eval_results.txt").exists()]
@@ -104,10 +102,7 @@ def test_grid_times_restarts_survives_a_kill_and_shares_the_work(data, tmp_path)
     times = {d: _file_times(d) for d in finished}
 
     # The same command again, twice at once: the two share what is left.
-    procs = [
-        subprocess.Popen(cmd, cwd=REPO, env=ENV, stderr=subprocess.PIPE, text=True)
-        for _ in range(2)
-    ]
+    procs = [start_in_repo(cmd, stderr=subprocess.PIPE) for _ in range(2)]
     logs = [p.communicate(timeout=900)[1] for p in procs]
     for proc, log in zip(procs, logs, strict=True):
         assert proc.returncode == 0, log[-3000:]

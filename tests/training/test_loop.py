@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from modeling.config import BertConfig
-from tests.helpers.scripts import ENV, REPO
+from tests.helpers.scripts import ENV, start_in_repo
 from tests.helpers.tiny_config import TINY_CONFIG, tiny_train_config
 
 
@@ -28,9 +28,7 @@ def _harness(data, out_dir, result, *args, env=None):
         str(result),
         *map(str, args),
     ]
-    return subprocess.Popen(
-        cmd, cwd=REPO, env=env or ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    return start_in_repo(cmd, env=env or ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _run_harness(data, out_dir, result, *args):
