@@ -8,8 +8,8 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The suite runs in three worker processes (pytest-xdist, scripts/test.sh), and most tests
 # start a runner beside their worker: with TensorFlow's default of one compute thread per core,
-# each of those processes would split the two cores of a CI machine with the others. One thread each
-# measured 10% less wall time on the runner and export modules.
+# each of those processes would split the two cores of a CI machine with the others. One
+# thread each measured 10% less wall time on the runner and export modules.
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 
 

@@ -254,15 +254,7 @@ class WarmRunner:
         with self._lock:
             out = os.path.join(self._folder, "stdout")
             err = os.path.join(self._folder, "stderr")
-            request = {
-                "argv": cmd,
-                "cwd": str(cwd),
-                "env": dict(env),
-                "timeout": timeout,
-                "stdout": out,
-                "stderr": err,
-            }
-            answer = self._ask(request)
+            answer = self._ask(_script(cmd, cwd, env, out, err, timeout=timeout))
             if answer is None:
                 return cold()
             with open(out) as f_out, open(err) as f_err:
@@ -296,14 +288,7 @@ class WarmRunner:
             name: os.path.join(folder, name) if stream == subprocess.PIPE else os.devnull
             for name, stream in (("stdout", stdout), ("stderr", stderr))
         }
-        request = {
-            "op": "start",
-            "argv": cmd,
-            "cwd": str(cwd),
-            "env": dict(env),
-            "new_session": bool(start_new_session),
-            **paths,
-        }
+        request = _script(cmd, cwd, env, op="start", new_session=bool(start_new_session), **paths)
         with self._lock:
             answer = self._ask(request)
         if answer is None:
@@ -314,6 +299,19 @@ class WarmRunner:
         """The exit status of a started script (None while it runs on after `timeout` s)."""
         with self._lock:
             return self._ask({"op": "wait", "pid": pid, "timeout": timeout})["returncode"]
+
+
+def _script(argv, cwd, env, stdout, stderr, **extra):
+    """A request that the server run `argv` in `cwd` and `env`, its streams to the files
+    `stdout` and `stderr`; `extra`: the timeout of a run, or the "start" op and its session."""
+    return {
+        "argv": argv,
+        "cwd": str(cwd),
+        "env": dict(env),
+        "stdout": stdout,
+        "stderr": stderr,
+        **extra,
+    }
 
 
 class WarmProcess:
@@ -331,13 +329,14 @@ class WarmProcess:
         return self.returncode
 
     def wait(self, timeout=None):
-        # The server waits in slices, so that a test's other requests are not held up long.
+        # The server waits in slices of at most a second, so that a test's other requests are
+        # not held up long.
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            left = 1.0 if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                raise subprocess.TimeoutExpired(self.args, timeout)
+        while self.returncode is None:
+            left = 1.0 if deadline is None else max(deadline - time.monotonic(), 0.0)
             self.returncode = self._runner.wait_for(self.pid, min(left, 1.0))
+            if self.returncode is None and deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout)
         return self.returncode
 
     def _read(self, name):
