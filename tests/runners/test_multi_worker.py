@@ -80,13 +80,22 @@ def _assert_results_close(a, b):
         np.testing.assert_allclose(float(a[key]), float(b[key]), rtol=0, atol=1e-5, err_msg=key)
 
 
+def _no_dropout_config(data):
+    """Writes the tiny config without dropout (runs compared weight for weight) beside the
+    records; returns its path. Each command that names it writes it, so no test depends on
+    another having run first."""
+    path = data / "no_dropout.json"
+    write_tiny_config(path, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    return path
+
+
 def _pretrain_cmd(data, out, *extra):
     return [
         sys.executable,
         os.path.join(REPO, "run_pretraining.py"),
         f"--input_file={data / 'data.tfrecord'}",
         f"--output_dir={out}",
-        f"--bert_config_file={data / 'no_dropout.json'}",
+        f"--bert_config_file={_no_dropout_config(data)}",
         "--do_train",
         "--do_eval",
         "--train_batch_size=8",
@@ -108,9 +117,6 @@ def _pretrain_cmd(data, out, *extra):
 def pretrained(data, tmp_path_factory):
     """One-device and two-worker runs of the same run_pretraining command."""
     root = tmp_path_factory.mktemp("pretraining")
-    write_tiny_config(
-        data / "no_dropout.json", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
-    )
     one = run_in_repo(_pretrain_cmd(data, root / "one"), timeout=600)
     assert one.returncode == 0, one.stderr[-3000:]
     # The two workers as scripts/run_pretraining_multiworker.sh starts them (the pattern users
@@ -278,10 +284,6 @@ def test_a_worker_lost_mid_run_stops_the_other_with_the_checkpoint_to_resume(
     timeout (about 10 s) would."""
     ports = _free_ports(2)
     out = tmp_path / "out"
-    # The config the `pretrained` fixture writes, for this test alone.
-    write_tiny_config(
-        data / "no_dropout.json", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
-    )
     cmd = _pretrain_cmd(
         data,
         out,
